@@ -1,0 +1,386 @@
+"""Turn extracted tensor columns into tf.train.Example feature columns, row checks included.
+
+Every tensor is stored under one of three layouts, chosen from its config alone (so the
+metadata can be written without looking at data):
+
+* ``fixed_len`` — every dimension known (`shape` `[]`, `[4]`, `[2, 3]`): feature `<name>`
+  holds the flattened values; parse with `tf.io.FixedLenFeature(shape, dtype)`.
+* ``ragged`` — some dimension is `-1`: feature `<name>` holds the flattened values and, for
+  every inner dimension `i >= 1` that is `-1`, feature `<name>/row_lengths_<i>` holds the
+  lengths of the lists at that depth; parse with `tf.io.RaggedFeature` (partitions
+  `RowLengths` / `UniformRowLength`).
+* ``sparse`` — `isSparse` or dtype `sparseVector`: features `<name>/indices` (int64) and
+  `<name>/values` (float); parse with `tf.io.SparseFeature` when the dense size is known.
+
+Rows that cannot be stored — a null where a value is needed, a list of the wrong length for a
+fixed dimension, a null inside a list, an integer that overflows its dtype, indices and values
+of different lengths — are reported as bad rows with a reason and left out of the output.
+
+Example:
+    >>> import pyarrow as pa
+    >>> layout = FeatureLayout.for_tensor("x", "long", (2,), False)
+    >>> out = to_feature_columns(pa.RecordBatch.from_pydict({"x": [[1, 2], [3]]}), [layout])
+    >>> out.features.to_pydict(), out.bad_rows.tolist(), out.reasons
+    ({'x': [[1, 2]]}, [1], ["tensor 'x': expected 2 values at dimension 0, got 1"])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tensorize.config.model import TensorConfig
+from beam_tensorize.kernels.expressions import cast_like_spark, list_offsets
+
+__all__ = ["ConversionResult", "FeatureDataError", "FeatureLayout", "layout_of", "to_feature_columns"]
+
+_VALUE_TYPES = {
+    "int": "int64",
+    "long": "int64",
+    "boolean": "int64",
+    "float": "float32",
+    "double": "float32",
+    "string": "string",
+    "bytes": "string",
+    "sparseVector": "float32",
+}
+_ARROW_VALUE_TYPES = {"int64": pa.int64(), "float32": pa.float32(), "string": pa.binary()}
+
+
+class FeatureDataError(ValueError):
+    """A whole column does not fit its tensor config (e.g. lists where scalars are declared)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureLayout:
+    """How one tensor is stored in a tf.train.Example.
+
+    Attributes:
+        name: tensor name (also the feature key, or its prefix).
+        dtype: the config dtype (`long`, `float`, ...).
+        shape: the config shape (`-1` = variable).
+        kind: `fixed_len`, `ragged` or `sparse`.
+        value_type: the Example list type: `int64`, `float32` or `string` (bytes).
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    kind: str
+    value_type: str
+
+    @classmethod
+    def for_tensor(cls, name: str, dtype: str, shape: Sequence[int], is_sparse: bool) -> FeatureLayout:
+        """The layout for a tensor config."""
+        shape = tuple(shape)
+        if is_sparse or dtype == "sparseVector":
+            kind = "sparse"
+        elif all(d >= 0 for d in shape):
+            kind = "fixed_len"
+        else:
+            kind = "ragged"
+        return cls(name, dtype, shape, kind, _VALUE_TYPES[dtype])
+
+    @property
+    def value_key(self) -> str:
+        """The feature holding the values."""
+        return f"{self.name}/values" if self.kind == "sparse" else self.name
+
+    @property
+    def index_key(self) -> str:
+        """The feature holding sparse indices."""
+        return f"{self.name}/indices"
+
+    def row_length_keys(self) -> list[tuple[int, str]]:
+        """(dimension, feature key) of every stored row-lengths feature (ragged only)."""
+        if self.kind != "ragged":
+            return []
+        return [(i, f"{self.name}/row_lengths_{i}") for i, d in enumerate(self.shape) if i and d < 0]
+
+    def feature_keys(self) -> list[str]:
+        """Every Example feature key this tensor writes."""
+        if self.kind == "sparse":
+            return [self.index_key, self.value_key]
+        return [self.name] + [key for _, key in self.row_length_keys()]
+
+
+def layout_of(tensor: TensorConfig) -> FeatureLayout:
+    """How a configured tensor is stored in an Example."""
+    out = tensor.output
+    return FeatureLayout.for_tensor(out.name, out.dtype, out.shape, out.is_sparse)
+
+
+@dataclasses.dataclass
+class ConversionResult:
+    """Feature columns of the good rows, and what was wrong with the others."""
+
+    features: pa.RecordBatch
+    bad_rows: np.ndarray  # indices into the input batch, ascending
+    reasons: list[str]  # one per bad row
+
+
+class _Problems:
+    """Collects the first reason each row is bad."""
+
+    def __init__(self, rows: int):
+        self.reason_of: list[str | None] = [None] * rows
+        self.bad = np.zeros(rows, dtype=bool)
+
+    def add(self, mask: np.ndarray, reason) -> None:
+        new = np.flatnonzero(mask & ~self.bad)
+        for row in new:
+            self.reason_of[row] = reason(row) if callable(reason) else reason
+        self.bad |= mask
+
+
+def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) -> ConversionResult:
+    """Convert tensor columns (named by tensor) to Example feature columns.
+
+    Args:
+        batch: one column per tensor, as `extract_tensors` produces.
+        layouts: how to store each tensor.
+
+    Returns:
+        The feature columns of the good rows (list-typed, ready for `encode_examples`), and the
+        bad rows with their reasons.
+
+    Raises:
+        FeatureDataError: a column's type does not fit its tensor at all.
+    """
+    problems = _Problems(batch.num_rows)
+    columns: dict[str, pa.Array] = {}
+    for layout in layouts:
+        column = batch.column(layout.name)
+        if layout.kind == "sparse":
+            columns.update(_sparse(column, layout, problems))
+        else:
+            columns.update(_dense(column, layout, problems))
+    good = ~problems.bad
+    features = pa.RecordBatch.from_pydict(columns) if columns else pa.RecordBatch.from_pydict({})
+    if problems.bad.any() and columns:
+        features = features.filter(pa.array(good))
+    bad_rows = np.flatnonzero(problems.bad)
+    return ConversionResult(features, bad_rows, [problems.reason_of[i] for i in bad_rows])
+
+
+def _depth(t: pa.DataType) -> int:
+    depth = 0
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+        depth += 1
+    return depth
+
+
+def _leaf_type(t: pa.DataType) -> pa.DataType:
+    while _depth(t):
+        t = t.value_type
+    return t
+
+
+def _as_large_list(arr: pa.Array) -> pa.Array:
+    if pa.types.is_large_list(arr.type):
+        return arr
+    return arr.cast(pa.large_list(arr.type.value_type))
+
+
+def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
+    rank, depth = len(layout.shape), _depth(column.type)
+    if depth > rank or (depth < rank and not (depth == 0 and rank == 1)):
+        raise FeatureDataError(
+            f"tensor {layout.name!r}: shape {list(layout.shape)} needs {rank} list level(s) but "
+            f"the input is {column.type}"
+        )
+    if rank == 0:
+        problems.add(np.asarray(column.is_null(), dtype=bool), f"tensor {layout.name!r}: null value")
+        values = _convert_values(column.fill_null(_zero(column.type)), layout, problems, None)
+        return {layout.name: _wrap_scalars(values)}
+    if depth == 0:  # scalar declared with shape [n]: a list of one value (or none for null)
+        column = pa.LargeListArray.from_arrays(
+            pa.array(np.concatenate([[0], np.cumsum(np.asarray(column.is_valid(), np.int64))])),
+            column.drop_null(),
+        )
+    # Walk down the list levels: check lengths, collect row lengths, map flat positions to rows.
+    row_of = np.arange(len(column))  # input row of each list at the current level
+    outputs: dict[str, pa.Array] = {}
+    level = column
+    for dim, size in enumerate(layout.shape):
+        level = _as_large_list(level)
+        nulls = np.asarray(level.is_null(), dtype=bool)
+        lengths = np.where(nulls, 0, np.diff(list_offsets(level)))
+        if dim > 0 and nulls.any():
+            problems.add(
+                _rows_mask(row_of[nulls], problems), f"tensor {layout.name!r}: null list inside the value"
+            )
+        if size >= 0 and (lengths != size).any():
+            wrong = lengths != size
+            got = dict(zip(row_of[wrong].tolist(), lengths[wrong].tolist()))
+            problems.add(
+                _rows_mask(row_of[wrong], problems),
+                lambda r, d=dim, s=size, g=got: (
+                    f"tensor {layout.name!r}: expected {s} values at dimension {d}, got {g[r]}"
+                ),
+            )
+        if dim > 0 and size < 0:
+            outputs[f"{layout.name}/row_lengths_{dim}"] = (row_of, lengths)
+        row_of = np.repeat(row_of, lengths)
+        level = level.flatten()
+    values = level
+    if values.null_count:
+        problems.add(
+            _rows_mask(row_of[np.asarray(values.is_null(), dtype=bool)], problems),
+            f"tensor {layout.name!r}: null element in the list",
+        )
+        values = values.fill_null(_zero(values.type))
+    values = _convert_values(values, layout, problems, row_of)
+    rows = len(column)
+    result = {layout.name: _group(values, row_of, rows)}
+    for key, (owners, lengths) in outputs.items():
+        result[key] = _group(pa.array(lengths, pa.int64()), owners, rows)
+    return result
+
+
+def _rows_mask(rows: np.ndarray, problems: _Problems) -> np.ndarray:
+    mask = np.zeros(len(problems.bad), dtype=bool)
+    mask[rows] = True
+    return mask
+
+
+def _group(values: pa.Array, row_of: np.ndarray, rows: int) -> pa.LargeListArray:
+    """Lists per row from flat `values` whose owning rows are `row_of` (non-decreasing)."""
+    counts = np.bincount(row_of, minlength=rows) if len(row_of) else np.zeros(rows, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+
+
+def _wrap_scalars(values: pa.Array) -> pa.LargeListArray:
+    return pa.LargeListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int64)), values)
+
+
+def _zero(t: pa.DataType):
+    if pa.types.is_boolean(t):
+        return False
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return pa.scalar(0, t) if not pa.types.is_decimal(t) else pa.scalar(0).cast(t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return ""
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return pa.scalar(b"\0" * getattr(t, "byte_width", 0), t)
+    return pa.scalar(None, t)
+
+
+def _convert_values(
+    values: pa.Array, layout: FeatureLayout, problems: _Problems, row_of: np.ndarray | None
+) -> pa.Array:
+    """Cast flat values to the Example list type of `layout`, flagging rows that overflow."""
+    source, name = values.type, layout.name
+
+    def flag(bad_values: np.ndarray, reason: str) -> None:
+        if bad_values.any():
+            rows = np.flatnonzero(bad_values) if row_of is None else row_of[bad_values]
+            problems.add(_rows_mask(rows, problems), f"tensor {name!r}: {reason}")
+
+    if layout.value_type == "string":
+        if pa.types.is_fixed_size_binary(source):
+            return values.cast(pa.binary())
+        if not (
+            pa.types.is_string(source)
+            or pa.types.is_large_string(source)
+            or pa.types.is_binary(source)
+            or pa.types.is_large_binary(source)
+        ):
+            if layout.dtype == "bytes":
+                raise FeatureDataError(
+                    f"tensor {name!r}: dtype bytes needs binary or string input, got {source}"
+                )
+            values = cast_like_spark(values, "string")
+        return values.cast(pa.large_binary())
+    if pa.types.is_string(source) or pa.types.is_large_string(source) or pa.types.is_binary(source):
+        raise FeatureDataError(
+            f"tensor {name!r}: dtype {layout.dtype} with string input needs a feature list or "
+            "hashing, which this version does not support yet"
+        )
+    if layout.dtype == "boolean":
+        if pa.types.is_boolean(source):
+            return values.cast(pa.int64())
+        if pa.types.is_integer(source):
+            flag(~np.isin(np.asarray(values), [0, 1]), "boolean tensor holds a value other than 0/1")
+            return values.cast(pa.int64())
+        raise FeatureDataError(f"tensor {name!r}: dtype boolean needs boolean input, got {source}")
+    if layout.value_type == "int64":
+        if pa.types.is_boolean(source):
+            return values.cast(pa.int64())
+        if pa.types.is_decimal(source):
+            values, source = values.cast(pa.float64()), pa.float64()
+        if pa.types.is_floating(source):
+            as_float = np.asarray(values.cast(pa.float64()))
+            with np.errstate(invalid="ignore"):
+                fractional = ~np.isfinite(as_float) | (np.trunc(as_float) != as_float)
+                fractional |= np.abs(as_float) >= 2.0**63
+            flag(fractional, f"value is not a whole number fitting dtype {layout.dtype}")
+            values = pa.array(np.where(fractional, 0, as_float).astype(np.int64))
+        if not pa.types.is_integer(values.type):
+            raise FeatureDataError(f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}")
+        if layout.dtype == "int":
+            as_int = np.asarray(values.cast(pa.int64(), safe=False))
+            flag((as_int < -(2**31)) | (as_int >= 2**31), "value overflows dtype int (32 bits)")
+        if pa.types.is_uint64(values.type):
+            big = np.asarray(values) >= 2**63
+            flag(big, "value overflows dtype long (64 bits)")
+        return values.cast(pa.int64(), safe=False)
+    # float32
+    if pa.types.is_boolean(source) or pa.types.is_integer(source) or pa.types.is_decimal(source):
+        return values.cast(pa.float64()).cast(pa.float32())
+    if not pa.types.is_floating(source):
+        raise FeatureDataError(f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}")
+    as_float = np.asarray(values.cast(pa.float64()))
+    with np.errstate(invalid="ignore"):
+        overflow = np.isfinite(as_float) & (np.abs(as_float) > np.finfo(np.float32).max)
+    flag(overflow, "value overflows a 32-bit float")
+    return values.cast(pa.float32(), safe=False)
+
+
+def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
+    t = column.type
+    if not (pa.types.is_struct(t) and t.get_field_index("indices") >= 0 and t.get_field_index("values") >= 0):
+        raise FeatureDataError(
+            f"tensor {layout.name!r}: a sparse tensor needs a record with 'indices' and 'values' "
+            f"lists (NTV columns need a feature list or hashing, not supported yet); got {t}"
+        )
+    indices = pc.struct_field(column, ["indices"])
+    values = pc.struct_field(column, ["values"])
+    if _depth(indices.type) != 1 or _depth(values.type) != 1:
+        raise FeatureDataError(f"tensor {layout.name!r}: 'indices' and 'values' must be flat lists")
+    indices, values = _as_large_list(indices), _as_large_list(values)
+    idx_len = np.diff(list_offsets(indices))
+    val_len = np.diff(list_offsets(values))
+    problems.add(idx_len != val_len, f"tensor {layout.name!r}: indices and values differ in length")
+    rows = np.arange(len(column))
+    flat_idx, flat_val = indices.flatten(), values.flatten()
+    row_of_idx, row_of_val = np.repeat(rows, idx_len), np.repeat(rows, val_len)
+    if flat_idx.null_count or flat_val.null_count:
+        nulls = np.concatenate(
+            [
+                row_of_idx[np.asarray(flat_idx.is_null(), bool)],
+                row_of_val[np.asarray(flat_val.is_null(), bool)],
+            ]
+        )
+        problems.add(_rows_mask(nulls, problems), f"tensor {layout.name!r}: null element in the list")
+        flat_idx, flat_val = flat_idx.fill_null(0), flat_val.fill_null(0)
+    index_layout = dataclasses.replace(layout, dtype="long", value_type="int64")
+    flat_idx = _convert_values(flat_idx, index_layout, problems, row_of_idx)
+    if len(layout.shape) == 1 and layout.shape[0] >= 0:
+        out_of_range = (np.asarray(flat_idx) < 0) | (np.asarray(flat_idx) >= layout.shape[0])
+        if out_of_range.any():
+            problems.add(
+                _rows_mask(row_of_idx[out_of_range], problems),
+                f"tensor {layout.name!r}: index outside the dense shape {list(layout.shape)}",
+            )
+    flat_val = _convert_values(flat_val, dataclasses.replace(layout, dtype="float"), problems, row_of_val)
+    return {
+        layout.index_key: _group(flat_idx, row_of_idx, len(column)),
+        layout.value_key: _group(flat_val, row_of_val, len(column)),
+    }

@@ -1,0 +1,105 @@
+"""Select name-term-value (NTV) entries by name and merge several NTV columns into one.
+
+An NTV column is an array of records with fields `name`, `term` and `value` (Avro2TF's
+`columnConfig`). The result keeps, per row, the entries of every listed column whose `name`
+passes that column's whitelist or blacklist (`"*"` = every name), columns in config order and
+entries in their input order.
+
+Example:
+    >>> import pyarrow as pa
+    >>> from beam_tensorize.config.model import NtvSelection
+    >>> batch = pa.RecordBatch.from_pydict({"g": [[{"name": "Genre", "term": "Drama", "value": 1.0},
+    ...                                            {"name": "Year", "term": "1999", "value": 1.0}]]})
+    >>> select_ntv(batch, [NtvSelection("g", whitelist=("Genre",))]).to_pylist()
+    [[{'name': 'Genre', 'term': 'Drama', 'value': 1.0}]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tensorize.config.model import ALL_NAMES, NtvSelection
+from beam_tensorize.kernels.expressions import ExpressionEvalError, list_offsets
+
+__all__ = ["NTV_TYPE", "select_ntv"]
+
+#: The normalized type of one NTV entry.
+NTV_TYPE = pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])
+
+
+def select_ntv(batch: pa.RecordBatch, selections: Sequence[NtvSelection]) -> pa.LargeListArray:
+    """Merge the selected NTV entries of several columns, row by row.
+
+    Args:
+        batch: input rows holding the NTV columns.
+        selections: one per NTV column, with its whitelist or blacklist.
+
+    Returns:
+        `large_list<struct<name: string, term: string, value: double>>`, one list per row
+        (a null NTV column counts as empty).
+
+    Raises:
+        ExpressionEvalError: a column is missing or is not an array of name/term/value records.
+    """
+    rows = batch.num_rows
+    row_ids, entries = [], []
+    for selection in selections:
+        column = _ntv_column(batch, selection.column)
+        offsets = list_offsets(column)
+        lengths = np.diff(offsets)
+        if column.null_count:
+            lengths = np.where(np.asarray(column.is_valid(), dtype=bool), lengths, 0)
+        flat = column.flatten()
+        keep = _keep_mask(pc.struct_field(flat, ["name"]), selection)
+        entries.append(_normalize(flat.filter(keep)))
+        row_ids.append(np.repeat(np.arange(rows), lengths)[np.asarray(keep, dtype=bool)])
+    all_rows = np.concatenate(row_ids) if row_ids else np.zeros(0, np.int64)
+    # Stable sort by row keeps config column order, then input order, inside each row.
+    order = np.argsort(all_rows, kind="stable")
+    values = pa.concat_arrays(entries).take(pa.array(order)) if entries else pa.array([], NTV_TYPE)
+    counts = np.bincount(all_rows, minlength=rows)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+
+
+def _ntv_column(batch: pa.RecordBatch, name: str) -> pa.Array:
+    names = batch.schema.names
+    if name not in names:
+        folded = [n for n in names if n.lower() == name.lower()]
+        if len(folded) != 1:
+            raise ExpressionEvalError(f"no NTV column {name!r} in the input; available: {', '.join(names)}")
+        name = folded[0]
+    column = batch.column(name)
+    item = column.type.value_type if hasattr(column.type, "value_type") else None
+    if (
+        item is None
+        or not pa.types.is_struct(item)
+        or not all(item.get_field_index(f) >= 0 for f in ("name", "term", "value"))
+    ):
+        raise ExpressionEvalError(
+            f"column {name!r} is {column.type}, not an array of name/term/value records"
+        )
+    if pa.types.is_fixed_size_list(column.type):
+        column = column.cast(pa.large_list(item))
+    return column
+
+
+def _keep_mask(names: pa.Array, selection: NtvSelection) -> pa.Array:
+    if selection.whitelist is not None:
+        if ALL_NAMES in selection.whitelist:
+            return pc.is_valid(names)
+        return pc.is_in(names, pa.array(selection.whitelist, pa.string())).fill_null(False)
+    if ALL_NAMES in selection.blacklist:
+        return pa.repeat(pa.scalar(False), len(names))
+    blocked = pc.is_in(names, pa.array(selection.blacklist, pa.string())).fill_null(False)
+    return pc.invert(blocked)
+
+
+def _normalize(entries: pa.Array) -> pa.StructArray:
+    fields = [pc.struct_field(entries, [entries.type.get_field_index(f)]) for f in NTV_TYPE.names]
+    name, term, value = (a.cast(t.type) for a, t in zip(fields, NTV_TYPE))
+    return pa.StructArray.from_arrays([name, term, value], fields=list(NTV_TYPE))

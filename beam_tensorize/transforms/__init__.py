@@ -1,0 +1,24 @@
+"""Beam PTransforms over Arrow record batches (thin wrappers of `beam_tensorize.kernels`)."""
+
+from beam_tensorize.transforms.encode import DEAD_LETTERS, EXAMPLES, EncodeExamples
+from beam_tensorize.transforms.extract import ExtractFeatures
+from beam_tensorize.transforms.metadata import EmitMetadata, read_metadata
+from beam_tensorize.transforms.tensorize import (
+    EXECUTION_MODES,
+    SPLIT_FOLDERS,
+    Tensorize,
+    TensorizeOutputs,
+)
+
+__all__ = [
+    "DEAD_LETTERS",
+    "EXAMPLES",
+    "EXECUTION_MODES",
+    "SPLIT_FOLDERS",
+    "EmitMetadata",
+    "EncodeExamples",
+    "ExtractFeatures",
+    "Tensorize",
+    "TensorizeOutputs",
+    "read_metadata",
+]

@@ -1,0 +1,202 @@
+"""`Tensorize`: the whole job — record batches in, TFRecords + metadata out."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import NamedTuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tensorize.config.errors import ConfigError
+from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
+from beam_tensorize.kernels.extract import input_columns
+from beam_tensorize.transforms.encode import EncodeExamples, dead_letter_json
+from beam_tensorize.transforms.extract import ExtractFeatures
+from beam_tensorize.transforms.metadata import EmitMetadata
+
+__all__ = ["EXECUTION_MODES", "SPLIT_FOLDERS", "Tensorize", "TensorizeOutputs", "unsupported_reason"]
+
+#: Execution mode -> folder the records go to.
+SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
+EXECUTION_MODES = tuple(SPLIT_FOLDERS)
+DEAD_LETTER_FOLDER = "deadLetters"
+
+
+class TensorizeOutputs(NamedTuple):
+    """What `Tensorize` returns.
+
+    Attributes:
+        result: one dict once everything is committed: `output`, `split`, `files`,
+            `numRecords`, `badRecords`, `metadata`.
+        dead_letters: one dict per bad record (`source`, `reason`, `tensors`).
+    """
+
+    result: beam.PCollection
+    dead_letters: beam.PCollection
+
+
+def unsupported_reason(tensor: TensorConfig) -> str | None:
+    """Why this version cannot produce `tensor` (hashing / feature lists), or None."""
+    info = tensor.input
+    if info.transform_config.hash_info is not None:
+        return "hashInfo: hashing is not supported by this version yet"
+    if info.transform_config.tokenization is not None:
+        return "tokenization: tokenization is not supported by this version yet"
+    if info.column_config is not None:
+        return "columnConfig: NTV tensors need a feature list, not supported by this version yet"
+    return None
+
+
+class Tensorize(beam.PTransform):
+    """Turn input record batches into the output layout of DESIGN §4.
+
+    `<output_dir>/trainingData|validationData|testData/part-*-of-*.tfrecord[.gz]`,
+    `<output_dir>/metadata/tensor_metadata.json`, bad records as JSON lines in
+    `<output_dir>/deadLetters/<split>/`, and `<output_dir>/_SUCCESS` written last. Nothing is
+    moved into place if more than `max_bad_records_ratio` of the rows are bad.
+
+    Args:
+        config: the parsed config.
+        output_dir: output folder (local, gs://, s3://, ...).
+        execution_mode: "train", "validation" or "test" (selects the split folder).
+        num_shards: TFRecord files to write.
+        compression: "none" or "gzip".
+        save_mode: "error" (the split folder must be empty) or "overwrite".
+        max_bad_records_ratio: fail the job, committing nothing, when bad rows / all rows
+            exceeds this (0 = any bad record fails the job; bad records are still written to
+            the dead-letter folder for inspection).
+
+    Example:
+        >>> import apache_beam as beam
+        >>> from beam_tensorize.config import load_config
+        >>> from beam_tensorize.io import ReadAvro
+        >>> from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+        >>> config = load_config(SAMPLE_CONFIG)
+        >>> with beam.Pipeline() as p:
+        ...     out = (p | ReadAvro(SAMPLE_AVRO, columns=Tensorize.input_columns(config))
+        ...              | Tensorize(config, "/tmp/tensorized", save_mode="overwrite"))
+    """
+
+    def __init__(
+        self,
+        config: TensorizeConfig,
+        output_dir: str,
+        execution_mode: str = "train",
+        num_shards: int = 1,
+        compression: str = "none",
+        save_mode: str = "error",
+        max_bad_records_ratio: float = 0.0,
+    ):
+        super().__init__()
+        if execution_mode not in SPLIT_FOLDERS:
+            raise ValueError(f"execution_mode {execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}")
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")
+        if save_mode not in SAVE_MODES:
+            raise ValueError(f"save_mode {save_mode!r} is not one of {', '.join(SAVE_MODES)}")
+        if not 0.0 <= max_bad_records_ratio <= 1.0:
+            raise ValueError(f"max_bad_records_ratio must be between 0 and 1, got {max_bad_records_ratio}")
+        for tensor in config.tensors:
+            reason = unsupported_reason(tensor)
+            if reason:
+                raise ConfigError(f"{tensor.json_path}.inputFeatureInfo", f"tensor {tensor.name!r}: {reason}")
+        self._config = config
+        self._output_dir = output_dir.rstrip("/")
+        self._split = SPLIT_FOLDERS[execution_mode]
+        self._num_shards = num_shards
+        self._compression = compression
+        self._save_mode = save_mode
+        self._max_bad_ratio = max_bad_records_ratio
+
+    @staticmethod
+    def input_columns(config: TensorizeConfig) -> list[str]:
+        """Top-level input columns the config reads (pass to `ReadAvro(columns=...)`)."""
+        return input_columns(config.tensors)
+
+    def expand(self, batches):
+        out, split = self._output_dir, self._split
+        encoded = (
+            batches
+            | "ExtractFeatures" >> ExtractFeatures(self._config)
+            | "EncodeExamples" >> EncodeExamples(self._config)
+        )
+        good = (
+            encoded.examples
+            | "CountGood" >> beam.Map(lambda b: b.num_rows)
+            | "SumGood" >> beam.CombineGlobally(sum)
+        )
+        bad = encoded.dead_letters | "CountBad" >> beam.combiners.Count.Globally()
+        counts = good | "CheckBadRatio" >> beam.Map(
+            _check_bad_ratio, beam.pvalue.AsSingleton(bad), self._max_bad_ratio, out, split
+        )
+        _ = (
+            encoded.dead_letters
+            | "DeadLetterJson" >> beam.Map(dead_letter_json)
+            | "WriteDeadLetters"
+            >> beam.io.WriteToText(
+                posixpath.join(out, DEAD_LETTER_FOLDER, split, "part"),
+                file_name_suffix=".jsonl",
+                num_shards=1,
+            )
+        )
+        gate = counts | "MarkIncomplete" >> beam.Map(_remove_success_marker, out)
+        written = encoded.examples | "WriteTFRecord" >> WriteTFRecord(
+            posixpath.join(out, split),
+            num_shards=self._num_shards,
+            compression=self._compression,
+            save_mode=self._save_mode,
+            write_success_file=False,
+            commit_gate=gate,
+        )
+        splits = written | "DescribeSplit" >> beam.Map(
+            _describe_split, split, beam.pvalue.AsSingleton(counts)
+        )
+        metadata = splits | "EmitMetadata" >> EmitMetadata(self._config, out, self._compression)
+        result = metadata | "WriteSuccess" >> beam.Map(
+            _write_success, out, split, beam.pvalue.AsSingleton(splits)
+        )
+        return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
+
+
+def _check_bad_ratio(good: int, bad: int, max_ratio: float, out: str, split: str) -> dict:
+    total = good + bad
+    if bad and bad / total > max_ratio:
+        raise ValueError(
+            f"{bad} of {total} records could not be converted ({bad / total:.2%} > the allowed "
+            f"{max_ratio:.2%}); nothing was committed. See the reasons in "
+            f"{posixpath.join(out, DEAD_LETTER_FOLDER, split)}/"
+        )
+    return {"numRecords": good, "badRecords": bad}
+
+
+def _remove_success_marker(counts: dict, out: str) -> dict:
+    marker = posixpath.join(out, SUCCESS_FILE)
+    if FileSystems.exists(marker):
+        FileSystems.delete([marker])
+    return counts
+
+
+def _describe_split(written: dict, split: str, counts: dict) -> dict:
+    return {
+        split: {
+            "files": written["files"],
+            "numRecords": written["numRecords"],
+            "badRecords": counts["badRecords"],
+        }
+    }
+
+
+def _write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
+    with FileSystems.create(posixpath.join(out, SUCCESS_FILE)):
+        pass
+    info = splits[split]
+    return {
+        "output": out,
+        "split": split,
+        "files": [posixpath.join(out, split, name) for name in info["files"]],
+        "numRecords": info["numRecords"],
+        "badRecords": info["badRecords"],
+        "metadata": metadata_path,
+    }

@@ -1,0 +1,39 @@
+"""Packaging for beam_tensorize."""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "apache-beam[gcp]>=2.60,<3",
+    "tensorflow>=2.16,<3",
+    "tfx-bsl>=1.16,<2",
+    "fastavro>=1.9",
+    "pyarrow>=14",
+    "numpy>=1.24",
+    "sqlglot>=25",
+    "pyfarmhash>=0.3",
+    "google-crc32c>=1.5",
+    "pyyaml>=6",
+    "pyhocon>=0.3.60",
+    "cramjam>=2.7",
+]
+
+EXTRAS_REQUIRE = {
+    "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6"],
+}
+
+setup(
+    name="beam_tensorize",
+    version="0.1.0",
+    description=(
+        "Apache Beam transforms that turn Avro data into tf.train.Example TFRecords "
+        "plus tensor metadata, driven by an Avro2TF-compatible config."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["beam_tensorize", "beam_tensorize.*", "pipelines"]),
+    package_data={"beam_tensorize": ["py.typed", "sample/*"]},
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    entry_points={"console_scripts": ["beam-tensorize=pipelines.tensorize:main"]},
+)
