@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
@@ -72,19 +71,26 @@ class ReadAvro(beam.PTransform):
         return (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
-            | "MatchFiles" >> fileio.MatchAll(fileio.EmptyMatchTreatment.DISALLOW)
+            | "MatchFiles" >> beam.FlatMap(_match_files)
             | "SplitIntoRanges" >> beam.FlatMap(_split_ranges, self._split_bytes)
             | "Redistribute" >> beam.Reshuffle()
             | "DecodeBlocks" >> beam.ParDo(_ReadAvroRangeFn(self._columns, self._batch_rows))
         )
 
 
-def _split_ranges(metadata, split_bytes: int) -> Iterator[tuple[str, int, int]]:
-    size = metadata.size_in_bytes
+def _match_files(pattern: str) -> list[tuple[str, int]]:
+    matched = FileSystems.match([pattern])[0].metadata_list
+    if not matched:
+        raise FileNotFoundError(f"no Avro file matches the input pattern {pattern!r}")
+    return sorted((m.path, m.size_in_bytes) for m in matched)
+
+
+def _split_ranges(file: tuple[str, int], split_bytes: int) -> Iterator[tuple[str, int, int]]:
+    path, size = file
     start = 0
     while True:
         end = min(start + split_bytes, size)
-        yield metadata.path, start, end
+        yield path, start, end
         if end >= size:
             return
         start = end

@@ -128,10 +128,7 @@ class Tensorize(beam.PTransform):
             | "SumGood" >> beam.CombineGlobally(sum)
         )
         bad = encoded.dead_letters | "CountBad" >> beam.combiners.Count.Globally()
-        counts = good | "CheckBadRatio" >> beam.Map(
-            _check_bad_ratio, beam.pvalue.AsSingleton(bad), self._max_bad_ratio, out, split
-        )
-        _ = (
+        dead_letter_files = (
             encoded.dead_letters
             | "DeadLetterJson" >> beam.Map(dead_letter_json)
             | "WriteDeadLetters"
@@ -140,6 +137,16 @@ class Tensorize(beam.PTransform):
                 file_name_suffix=".jsonl",
                 num_shards=1,
             )
+        )
+        # The check waits for the dead letters to be written, so they are there to inspect
+        # even when it fails the job.
+        counts = good | "CheckBadRatio" >> beam.Map(
+            _check_bad_ratio,
+            beam.pvalue.AsSingleton(bad),
+            beam.pvalue.AsList(dead_letter_files),
+            self._max_bad_ratio,
+            out,
+            split,
         )
         gate = counts | "MarkIncomplete" >> beam.Map(_remove_success_marker, out)
         written = encoded.examples | "WriteTFRecord" >> WriteTFRecord(
@@ -160,7 +167,7 @@ class Tensorize(beam.PTransform):
         return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
 
 
-def _check_bad_ratio(good: int, bad: int, max_ratio: float, out: str, split: str) -> dict:
+def _check_bad_ratio(good: int, bad: int, unused_files, max_ratio: float, out: str, split: str) -> dict:
     total = good + bad
     if bad and bad / total > max_ratio:
         raise ValueError(

@@ -1,0 +1,163 @@
+"""The `tensorize` CLI end to end: files on disk, read back with TensorFlow via the metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import fastavro
+import numpy as np
+import pytest
+
+from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO
+from pipelines.tensorize import main
+
+pytestmark = pytest.mark.pipeline
+
+SHARED_MOVIELENS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "avro2tf-movielens")
+
+
+@pytest.fixture(scope="module")
+def sample_records() -> list[dict]:
+    with open(SAMPLE_AVRO, "rb") as f:
+        return list(fastavro.reader(f))
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    """The README's first command: no flags, in a fresh working directory."""
+    cwd = tmp_path_factory.mktemp("cwd")
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        assert main([]) == 0
+    finally:
+        os.chdir(old)
+    return cwd / "tensorize_output"
+
+
+def _parsed_rows(output_dir, split="train"):
+    """Every record of a split as a dict of numpy values, parsed with the metadata's spec."""
+    import tensorflow as tf
+
+    from beam_tensorize.tf import make_dataset
+
+    rows = []
+    for batch in make_dataset(str(output_dir), split=split, batch_size=64, labels=False):
+        size = next(iter(batch.values())).shape[0]
+        for i in range(size):
+            row = {}
+            for name, value in batch.items():
+                item = value[i]
+                if isinstance(item, tf.RaggedTensor):
+                    item = item.to_list()
+                elif isinstance(value, tf.SparseTensor):
+                    raise AssertionError("no sparse tensors expected here")
+                else:
+                    item = item.numpy()
+                    item = item.tolist() if item.ndim else item.item()
+                row[name] = item
+            rows.append(row)
+    return rows
+
+
+def test_sample_run_layout(sample_run):
+    assert sorted(os.listdir(sample_run)) == ["_SUCCESS", "deadLetters", "metadata", "trainingData"]
+    assert os.listdir(sample_run / "trainingData") == ["part-00000-of-00001.tfrecord"]
+    metadata = json.loads((sample_run / "metadata" / "tensor_metadata.json").read_text())
+    assert [t["name"] for t in metadata["features"]] == ["userId", "movieId", "genres", "movieLatentFactors", "numGenres"]
+    assert [t["name"] for t in metadata["labels"]] == ["response"]
+    assert metadata["data"] == {
+        "trainingData": {"files": ["part-00000-of-00001.tfrecord"], "numRecords": 300, "badRecords": 0}
+    }
+    factors = metadata["features"][3]
+    assert factors["parse"] == {"type": "FixedLenFeature", "key": "movieLatentFactors", "dtype": "float32", "shape": [30]}
+    assert factors["featureKeys"] == {"movieLatentFactors": "float32"}
+
+
+def test_sample_run_values_match_avro_row_by_row(sample_run, sample_records):
+    rows = _parsed_rows(sample_run)
+    assert len(rows) == len(sample_records) == 300
+    for row, record in zip(rows, sample_records):  # one shard keeps input order
+        assert row["userId"] == [record["userId"]]
+        assert row["movieId"] == record["movieId"]
+        assert row["genres"] == [g["term"].lower().encode() for g in record["genreFeatures"]]
+        np.testing.assert_array_equal(
+            row["movieLatentFactors"],
+            np.array([f["value"] for f in record["movieLatentFactorFeatures"]], dtype=np.float32),
+        )
+        assert row["numGenres"] == len(record["genreFeatures"])
+        assert row["response"] == float(np.float32(record["response"]))
+
+
+def test_sample_run_twice_is_byte_identical_and_prints_a_summary(sample_run, tmp_path, capsys):
+    shutil.copytree(sample_run, tmp_path / "first")
+    old = os.getcwd()
+    os.chdir(sample_run.parent)
+    try:
+        assert main([]) == 0  # the default run overwrites its own output
+    finally:
+        os.chdir(old)
+    summary = capsys.readouterr().out
+    assert "Output written to tensorize_output" in summary
+    assert "rows read:     300" in summary
+    assert "rows written:  300  (bad records: 0)" in summary
+    assert "tensors:       userId, movieId, genres, movieLatentFactors, numGenres, response" in summary
+    assert "files:         trainingData/part-00000-of-00001.tfrecord" in summary
+    for rel in ["trainingData/part-00000-of-00001.tfrecord", "metadata/tensor_metadata.json", "_SUCCESS"]:
+        assert (sample_run / rel).read_bytes() == (tmp_path / "first" / rel).read_bytes(), rel
+
+
+def test_input_without_config_is_rejected(tmp_path, capsys):
+    assert main(["--input", SAMPLE_AVRO, "--output", str(tmp_path / "out")]) == 2
+    assert "--input and --config go together: give both, or neither for the bundled sample" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_movielens_avro2tf_config_supported_tensors(tmp_path, sample_records):
+    """The shared Avro2TF case: every tensor this version supports comes out right."""
+    source = os.path.join(SHARED_MOVIELENS, "config.json") if os.path.isdir(SHARED_MOVIELENS) else AVRO2TF_CONFIG
+    avro = os.path.join(SHARED_MOVIELENS, "trainSmall.avro") if os.path.isdir(SHARED_MOVIELENS) else SAMPLE_AVRO
+    document = json.load(open(source))
+    keep = {"userId", "response"}  # the others need hashing / feature lists (a later version)
+    document["features"] = [t for t in document["features"] if t["outputTensorInfo"]["name"] in keep]
+    document["labels"] = [t for t in document["labels"] if t["outputTensorInfo"]["name"] in keep]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(document))
+    out = tmp_path / "out"
+    args = ["--input", avro, "--config", str(config), "--output", str(out), "--num_shards", "3", "--compression", "gzip"]
+    assert main(args) == 0
+    assert sorted(os.listdir(out / "trainingData")) == [f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
+    rows = _parsed_rows(out)
+    got = sorted((r["userId"][0], float(r["response"])) for r in rows)
+    assert got == sorted((r["userId"], float(np.float32(r["response"]))) for r in sample_records)
+
+
+def test_bad_config_reports_json_path(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"features": [{"outputTensorInfo": {"name": "userId", "dtype": "lng"}}]}))
+    code = main(["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "features[0].outputTensorInfo.dtype: 'lng' is not one of int, long, float, double, string, boolean, bytes, sparseVector" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_existing_output_fails_without_overwrite(tmp_path, sample_run):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"features": [{"outputTensorInfo": {"name": "userId", "dtype": "long"}}]}))
+    out = tmp_path / "out"
+    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out)]
+    assert main(args) == 0
+    with pytest.raises(Exception, match="already holds 1 file"):
+        main(args)
+    assert main([*args, "--save_mode", "overwrite"]) == 0
+
+
+def test_help_explains_every_flag(capsys):
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for flag in ["--input", "--output", "--config", "--execution_mode", "--num_shards", "--compression",
+                 "--save_mode", "--max_bad_records_ratio", "--batch_rows", "--runner"]:
+        assert flag in text, flag

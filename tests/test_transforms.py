@@ -1,0 +1,246 @@
+"""Each Beam transform with TestPipeline + assert_that (and the files it writes)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import apache_beam as beam
+import fastavro
+import pyarrow as pa
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from beam_tensorize import metrics
+from beam_tensorize.config import load_config, parse_config
+from beam_tensorize.io import ReadAvro, WriteTFRecord
+from beam_tensorize.kernels.provenance import with_source
+from beam_tensorize.kernels.tfrecord import iter_tfrecords
+from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+from beam_tensorize.transforms import EncodeExamples, ExtractFeatures, Tensorize
+
+pytestmark = pytest.mark.pipeline
+
+
+@pytest.fixture(scope="module")
+def sample_records() -> list[dict]:
+    with open(SAMPLE_AVRO, "rb") as f:
+        return list(fastavro.reader(f))
+
+
+def _rows(batches):
+    return batches | beam.FlatMap(lambda b: b.to_pylist())
+
+
+def test_read_avro_reads_every_row_once_with_small_splits(sample_records):
+    with TestPipeline() as p:
+        batches = p | ReadAvro(SAMPLE_AVRO, columns=["userId", "MOVIEID"], split_bytes=5000, batch_rows=40)
+        rows = _rows(batches) | beam.Map(lambda r: (r["userId"], r["movieId"]))
+        assert_that(rows, equal_to([(r["userId"], r["movieId"]) for r in sample_records]))
+        sizes = batches | "Sizes" >> beam.Map(lambda b: (b.schema.names, b.num_rows <= 40 + 20))
+        assert_that(sizes, lambda got: len(got) > 5 and all(s == (["userId", "movieId"], True) for s in got), label="Sizes")
+
+
+def test_read_avro_counts_rows_in_metrics():
+    p = TestPipeline()
+    _ = p | ReadAvro([SAMPLE_AVRO, SAMPLE_AVRO], columns=["userId"])
+    result = p.run()
+    result.wait_until_finish()
+    counters = result.metrics().query(MetricsFilter().with_name(metrics.ROWS_READ))["counters"]
+    assert sum(c.committed for c in counters) == 600
+
+
+def test_read_avro_unmatched_pattern_fails(tmp_path):
+    with pytest.raises(Exception, match="no Avro file matches the input pattern '.*nothing-\\*.avro'"):
+        with TestPipeline() as p:
+            _ = p | ReadAvro(str(tmp_path / "nothing-*.avro"))
+
+
+def test_read_avro_not_avro_names_file(tmp_path):
+    bad = tmp_path / "bad.avro"
+    bad.write_bytes(b"this is not avro at all")
+    with pytest.raises(Exception, match=str(bad)):
+        with TestPipeline() as p:
+            _ = p | ReadAvro(str(bad))
+
+
+def test_read_avro_missing_column_names_file_and_columns():
+    with pytest.raises(Exception, match="reads column 'nope', which this file does not have"):
+        with TestPipeline() as p:
+            _ = p | ReadAvro(SAMPLE_AVRO, columns=["nope"])
+
+
+def test_extract_and_encode_examples(sample_records):
+    import tensorflow as tf
+
+    config = load_config(SAMPLE_CONFIG)
+    with TestPipeline() as p:
+        out = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config) | EncodeExamples(config)
+        parsed = out.examples | beam.FlatMap(lambda b: b.column("serialized").to_pylist()) | beam.Map(
+            lambda s: tf.train.Example.FromString(s)
+        ) | beam.Map(
+            lambda e: (
+                e.features.feature["movieId"].int64_list.value[0],
+                tuple(e.features.feature["genres"].bytes_list.value),
+                e.features.feature["numGenres"].int64_list.value[0],
+                round(e.features.feature["response"].float_list.value[0], 3),
+            )
+        )
+        expected = [
+            (
+                r["movieId"],
+                tuple(g["term"].lower().encode() for g in r["genreFeatures"]),
+                len(r["genreFeatures"]),
+                round(r["response"], 3),
+            )
+            for r in sample_records
+        ]
+        assert_that(parsed, equal_to(expected))
+        assert_that(out.dead_letters, equal_to([]), label="NoDeadLetters")
+
+
+def test_encode_examples_routes_bad_rows_to_dead_letters():
+    config = parse_config({"features": [{"outputTensorInfo": {"name": "x", "dtype": "long", "shape": [2]}}]})
+    batch = with_source(pa.RecordBatch.from_pydict({"x": [[1, 2], [3], None]}), "/in/f.avro", 99)
+    with TestPipeline() as p:
+        out = p | beam.Create([batch]) | EncodeExamples(config)
+        assert_that(out.examples | beam.Map(lambda b: b.num_rows), equal_to([1]))
+        assert_that(
+            out.dead_letters,
+            equal_to(
+                [
+                    {
+                        "source": "/in/f.avro: record 1 of the rows starting at byte 99",
+                        "reason": "tensor 'x': expected 2 values at dimension 0, got 1",
+                        "tensors": {"x": [3]},
+                    },
+                    {
+                        "source": "/in/f.avro: record 2 of the rows starting at byte 99",
+                        "reason": "tensor 'x': expected 2 values at dimension 0, got 0",
+                        "tensors": {"x": None},
+                    },
+                ]
+            ),
+            label="DeadLetters",
+        )
+
+
+def _serialized_batches(n_batches=4, rows=25):
+    return [
+        with_source(
+            pa.RecordBatch.from_pydict({"serialized": [f"rec-{b}-{i}".encode() for i in range(rows)]}),
+            f"/in/file-{b % 2}.avro",
+            b * 1000,
+        )
+        for b in range(n_batches)
+    ]
+
+
+def _write(directory, batches, **kwargs):
+    with TestPipeline() as p:
+        info = p | beam.Create(batches) | WriteTFRecord(str(directory), **kwargs)
+        assert_that(info | beam.Map(lambda i: i["numRecords"]), equal_to([sum(b.num_rows for b in batches)]))
+
+
+def _records(path):
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return list(iter_tfrecords(f, str(path)))
+
+
+def test_write_tfrecord_layout_determinism_and_compression(tmp_path):
+    batches = _serialized_batches()
+    _write(tmp_path / "a", batches, num_shards=3, compression="gzip")
+    _write(tmp_path / "b", list(reversed(batches)), num_shards=3, compression="gzip")
+    names = sorted(os.listdir(tmp_path / "a"))
+    assert names == ["_SUCCESS"] + [f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
+    for name in names:  # input order does not matter: same bytes
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    everything = [r for name in names[1:] for r in _records(tmp_path / "a" / name)]
+    assert sorted(everything) == sorted(r for b in batches for r in b.column("serialized").to_pylist())
+    sizes = [len(_records(tmp_path / "a" / n)) for n in names[1:]]
+    assert max(sizes) - min(sizes) <= 4  # round robin keeps shards balanced
+
+
+def test_write_tfrecord_one_shard_keeps_source_order(tmp_path):
+    batches = _serialized_batches()
+    _write(tmp_path, batches, num_shards=1)
+    expected_order = sorted(batches, key=lambda b: (b.schema.metadata[b"beam_tensorize.source"], int(b.schema.metadata[b"beam_tensorize.offset"])))
+    expected = [r for b in expected_order for r in b.column("serialized").to_pylist()]
+    assert _records(tmp_path / "part-00000-of-00001.tfrecord") == expected
+
+
+def test_write_tfrecord_empty_input_writes_every_shard(tmp_path):
+    _write(tmp_path, [], num_shards=2)
+    assert sorted(os.listdir(tmp_path)) == ["_SUCCESS", "part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"]
+    assert _records(tmp_path / "part-00001-of-00002.tfrecord") == []
+
+
+def test_write_tfrecord_save_modes(tmp_path):
+    _write(tmp_path, _serialized_batches(1), num_shards=2)
+    with pytest.raises(Exception, match="already holds 3 file"):
+        _write(tmp_path, _serialized_batches(2), num_shards=1)
+    assert len(_records(tmp_path / "part-00000-of-00002.tfrecord")) + len(_records(tmp_path / "part-00001-of-00002.tfrecord")) == 25
+    _write(tmp_path, _serialized_batches(2), num_shards=1, save_mode="overwrite")
+    assert sorted(os.listdir(tmp_path)) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]
+    assert len(_records(tmp_path / "part-00000-of-00001.tfrecord")) == 50
+
+
+def test_write_tfrecord_failed_gate_leaves_old_output(tmp_path):
+    _write(tmp_path, _serialized_batches(1), num_shards=1)
+    before = (tmp_path / "part-00000-of-00001.tfrecord").read_bytes()
+
+    def fail(_):
+        raise RuntimeError("simulated failure before commit")
+
+    with pytest.raises(Exception, match="simulated failure before commit"):
+        with TestPipeline() as p:
+            gate = p | "Gate" >> beam.Create([None]) | beam.Map(fail)
+            _ = p | beam.Create(_serialized_batches(3)) | WriteTFRecord(
+                str(tmp_path), num_shards=1, save_mode="overwrite", commit_gate=gate
+            )
+    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith("_temporary")) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]
+    assert (tmp_path / "part-00000-of-00001.tfrecord").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_shards": 0}, "num_shards must be a positive integer, got 0"),
+        ({"compression": "lz4"}, "compression 'lz4' is not one of none, gzip"),
+        ({"save_mode": "replace"}, "save_mode 'replace' is not one of error, overwrite"),
+    ],
+)
+def test_write_tfrecord_validates_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        WriteTFRecord("/tmp/x", **kwargs)
+
+
+def test_tensorize_fails_past_bad_ratio_and_commits_nothing(tmp_path):
+    config = parse_config({"features": [{"outputTensorInfo": {"name": "x", "dtype": "long", "shape": []}}]})
+    batch = with_source(pa.RecordBatch.from_pydict({"x": [1, None, 3, 4]}), "/in/f.avro", 0)
+    with pytest.raises(Exception, match=r"1 of 4 records could not be converted \(25.00% > the allowed 10.00%\)"):
+        with TestPipeline() as p:
+            _ = p | beam.Create([batch]) | Tensorize(config, str(tmp_path), max_bad_records_ratio=0.1)
+    assert not (tmp_path / "_SUCCESS").exists()
+    assert not (tmp_path / "trainingData" / "part-00000-of-00001.tfrecord").exists()
+    dead = (tmp_path / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text()
+    assert '"reason": "tensor \'x\': null value"' in dead and "record 1 of the rows starting at byte 0" in dead
+
+
+def test_tensorize_within_bad_ratio_commits(tmp_path):
+    config = parse_config({"features": [{"outputTensorInfo": {"name": "x", "dtype": "long", "shape": []}}]})
+    batch = with_source(pa.RecordBatch.from_pydict({"x": [1, None, 3, 4]}), "/in/f.avro", 0)
+    with TestPipeline() as p:
+        out = p | beam.Create([batch]) | Tensorize(config, str(tmp_path), max_bad_records_ratio=0.5)
+        assert_that(out.result | beam.Map(lambda r: (r["numRecords"], r["badRecords"])), equal_to([(3, 1)]))
+    assert (tmp_path / "_SUCCESS").exists()
+    assert len(_records(tmp_path / "trainingData" / "part-00000-of-00001.tfrecord")) == 3
+
+
+def test_tensorize_rejects_features_of_later_versions():
+    config = load_config(os.path.join(os.path.dirname(SAMPLE_AVRO), "avro2tf_config.json"))
+    with pytest.raises(ValueError, match=r"features\[1\].inputFeatureInfo: tensor 'movieId_hashed': hashInfo"):
+        Tensorize(config, "/tmp/x")
