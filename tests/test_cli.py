@@ -66,13 +66,24 @@ def test_sample_run_layout(sample_run):
     assert sorted(os.listdir(sample_run)) == ["_SUCCESS", "deadLetters", "metadata", "trainingData"]
     assert os.listdir(sample_run / "trainingData") == ["part-00000-of-00001.tfrecord"]
     metadata = json.loads((sample_run / "metadata" / "tensor_metadata.json").read_text())
-    assert [t["name"] for t in metadata["features"]] == ["userId", "movieId", "genres", "movieLatentFactors", "numGenres"]
+    assert [t["name"] for t in metadata["features"]] == [
+        "userId",
+        "movieId",
+        "genres",
+        "movieLatentFactors",
+        "numGenres",
+    ]
     assert [t["name"] for t in metadata["labels"]] == ["response"]
     assert metadata["data"] == {
         "trainingData": {"files": ["part-00000-of-00001.tfrecord"], "numRecords": 300, "badRecords": 0}
     }
     factors = metadata["features"][3]
-    assert factors["parse"] == {"type": "FixedLenFeature", "key": "movieLatentFactors", "dtype": "float32", "shape": [30]}
+    assert factors["parse"] == {
+        "type": "FixedLenFeature",
+        "key": "movieLatentFactors",
+        "dtype": "float32",
+        "shape": [30],
+    }
     assert factors["featureKeys"] == {"movieLatentFactors": "float32"}
 
 
@@ -111,14 +122,21 @@ def test_sample_run_twice_is_byte_identical_and_prints_a_summary(sample_run, tmp
 
 def test_input_without_config_is_rejected(tmp_path, capsys):
     assert main(["--input", SAMPLE_AVRO, "--output", str(tmp_path / "out")]) == 2
-    assert "--input and --config go together: give both, or neither for the bundled sample" in capsys.readouterr().err
+    assert (
+        "--input and --config go together: give both, or neither for the bundled sample"
+        in capsys.readouterr().err
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_movielens_avro2tf_config_supported_tensors(tmp_path, sample_records):
     """The shared Avro2TF case: every tensor this version supports comes out right."""
-    source = os.path.join(SHARED_MOVIELENS, "config.json") if os.path.isdir(SHARED_MOVIELENS) else AVRO2TF_CONFIG
-    avro = os.path.join(SHARED_MOVIELENS, "trainSmall.avro") if os.path.isdir(SHARED_MOVIELENS) else SAMPLE_AVRO
+    source = (
+        os.path.join(SHARED_MOVIELENS, "config.json") if os.path.isdir(SHARED_MOVIELENS) else AVRO2TF_CONFIG
+    )
+    avro = (
+        os.path.join(SHARED_MOVIELENS, "trainSmall.avro") if os.path.isdir(SHARED_MOVIELENS) else SAMPLE_AVRO
+    )
     document = json.load(open(source))
     keep = {"userId", "response"}  # the others need hashing / feature lists (a later version)
     document["features"] = [t for t in document["features"] if t["outputTensorInfo"]["name"] in keep]
@@ -126,9 +144,22 @@ def test_movielens_avro2tf_config_supported_tensors(tmp_path, sample_records):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(document))
     out = tmp_path / "out"
-    args = ["--input", avro, "--config", str(config), "--output", str(out), "--num_shards", "3", "--compression", "gzip"]
+    args = [
+        "--input",
+        avro,
+        "--config",
+        str(config),
+        "--output",
+        str(out),
+        "--num_shards",
+        "3",
+        "--compression",
+        "gzip",
+    ]
     assert main(args) == 0
-    assert sorted(os.listdir(out / "trainingData")) == [f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
+    assert sorted(os.listdir(out / "trainingData")) == [
+        f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)
+    ]
     rows = _parsed_rows(out)
     got = sorted((r["userId"][0], float(r["response"])) for r in rows)
     assert got == sorted((r["userId"], float(np.float32(r["response"]))) for r in sample_records)
@@ -140,7 +171,10 @@ def test_bad_config_reports_json_path(tmp_path, capsys):
     code = main(["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(tmp_path / "out")])
     assert code == 2
     err = capsys.readouterr().err
-    assert "features[0].outputTensorInfo.dtype: 'lng' is not one of int, long, float, double, string, boolean, bytes, sparseVector" in err
+    assert (
+        "features[0].outputTensorInfo.dtype: 'lng' is not one of int, long, float, double, string, boolean, bytes, sparseVector"
+        in err
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -158,6 +192,16 @@ def test_existing_output_fails_without_overwrite(tmp_path, sample_run):
 def test_help_explains_every_flag(capsys):
     assert main(["--help"]) == 0
     text = capsys.readouterr().out
-    for flag in ["--input", "--output", "--config", "--execution_mode", "--num_shards", "--compression",
-                 "--save_mode", "--max_bad_records_ratio", "--batch_rows", "--runner"]:
+    for flag in [
+        "--input",
+        "--output",
+        "--config",
+        "--execution_mode",
+        "--num_shards",
+        "--compression",
+        "--save_mode",
+        "--max_bad_records_ratio",
+        "--batch_rows",
+        "--runner",
+    ]:
         assert flag in text, flag

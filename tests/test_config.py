@@ -26,10 +26,7 @@ from beam_tensorize.config import (
 from beam_tensorize.config.expr import ExprError, parse_column_expr
 
 MOVIELENS = pathlib.Path("/work/shared/data/avro2tf-movielens/config.json")
-SAMPLE = (
-    pathlib.Path(__file__).resolve().parents[1]
-    / "beam_tensorize/sample/avro2tf_config.json"
-)
+SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "beam_tensorize/sample/avro2tf_config.json"
 DTYPES_TEXT = "int, long, float, double, string, boolean, bytes, sparseVector"
 
 
@@ -106,9 +103,7 @@ SMALL_JSON = {
         },
         {"outputTensorInfo": {"name": "userId", "dtype": "long"}},
     ],
-    "labels": [
-        {"outputTensorInfo": {"name": "response", "dtype": "double", "shape": []}}
-    ],
+    "labels": [{"outputTensorInfo": {"name": "response", "dtype": "double", "shape": []}}],
 }
 
 SMALL_YAML = """\
@@ -229,12 +224,10 @@ def test_movielens_inputs(movielens: TensorizeConfig) -> None:
         "movieId",
         None,
     ]
-    assert movielens.tensor("userId").input.column_expr_ast == parse_column_expr(
-        "userId"
+    assert movielens.tensor("userId").input.column_expr_ast == parse_column_expr("userId")
+    assert movielens.tensor("genreFeatures_term").input.column_expr_ast == parse_column_expr(
+        "genreFeatures.term"
     )
-    assert movielens.tensor(
-        "genreFeatures_term"
-    ).input.column_expr_ast == parse_column_expr("genreFeatures.term")
     assert movielens.tensor("userId").input.transform_config == TransformConfig()
 
 
@@ -247,17 +240,12 @@ def test_movielens_hashing(movielens: TensorizeConfig) -> None:
         hash_function="fingerprint",
     )
     assert hashed.tokenization is None
-    assert (
-        movielens.tensor("movieId_hashed_response").input
-        == movielens.tensor("movieId_hashed").input
-    )
+    assert movielens.tensor("movieId_hashed_response").input == movielens.tensor("movieId_hashed").input
 
     ntv = movielens.tensor("genreFeatures_movieLatentFactorFeatures")
     assert ntv.input.column_expr is None
     assert ntv.input.column_expr_ast is None
-    assert ntv.input.transform_config.hash_info == HashInfo(
-        100, 1, "AVG", "fingerprint"
-    )
+    assert ntv.input.transform_config.hash_info == HashInfo(100, 1, "AVG", "fingerprint")
     assert ntv.input.column_config == (
         NtvSelection("genreFeatures", whitelist=("Genre",)),
         NtvSelection("movieLatentFactorFeatures", blacklist=("*",)),
@@ -302,9 +290,7 @@ def test_config_is_hashable_and_picklable(movielens: TensorizeConfig) -> None:
     clone = pickle.loads(pickle.dumps(movielens))
     assert clone == movielens
     assert hash(clone) == hash(movielens)
-    assert clone.tensor(
-        "genreFeatures_term"
-    ).input.column_expr_ast == parse_column_expr("genreFeatures.term")
+    assert clone.tensor("genreFeatures_term").input.column_expr_ast == parse_column_expr("genreFeatures.term")
     with pytest.raises(AttributeError):
         movielens.features[0].output.name = "other"  # type: ignore[misc]
 
@@ -314,9 +300,7 @@ def test_tensor_lookup_unknown_name(movielens: TensorizeConfig) -> None:
     with pytest.raises(KeyError) as info:
         movielens.tensor("nope")
     message = info.value.args[0]
-    assert message.startswith(
-        "no tensor named 'nope'; known tensors: userId, movieId_hashed, "
-    )
+    assert message.startswith("no tensor named 'nope'; known tensors: userId, movieId_hashed, ")
     assert message.endswith("genreFeatures_movieLatentFactorFeatures_response")
 
 
@@ -335,9 +319,7 @@ def test_small_config_values() -> None:
     )
     assert ab.input.column_expr_ast == parse_column_expr("CAST(a.b AS STRING)")
     assert ab.output == OutputTensorInfo("ab", "long", (2, -1), True, False, 10)
-    assert config.tensor("ntv_vec").input.column_config == (
-        NtvSelection("ntv", blacklist=("x", "y")),
-    )
+    assert config.tensor("ntv_vec").input.column_config == (NtvSelection("ntv", blacklist=("x", "y")),)
     assert config.tensor("ntv_vec").output.shape == ()
     # A missing inputFeatureInfo means columnExpr = outputTensorInfo.name.
     assert config.tensor("userId").input == InputFeatureInfo(column_expr="userId")
@@ -414,9 +396,7 @@ def test_load_config_inline_json_text() -> None:
 
 
 def test_load_config_bad_format_argument() -> None:
-    with pytest.raises(
-        ValueError, match="format must be one of json, yaml, hocon; got 'toml'"
-    ):
+    with pytest.raises(ValueError, match="format must be one of json, yaml, hocon; got 'toml'"):
         load_config("{}", format="toml")
 
 
@@ -486,9 +466,7 @@ ERROR_CASES = [
         id="output-missing",
     ),
     pytest.param(
-        _doc(
-            {"outputTensorInfo": {"name": "x", "dtype": "int"}, "InputFeatureInfo": {}}
-        ),
+        _doc({"outputTensorInfo": {"name": "x", "dtype": "int"}, "InputFeatureInfo": {}}),
         "features[0].InputFeatureInfo",
         "unknown key; did you mean 'inputFeatureInfo'?",
         id="tensor-unknown-key-case",
@@ -611,9 +589,7 @@ ERROR_CASES = [
     ),
     # inputFeatureInfo
     pytest.param(
-        _doc(
-            _ok_tensor("a"), _with_input({"columnExpr": "x", "columnConfig": {"n": {}}})
-        ),
+        _doc(_ok_tensor("a"), _with_input({"columnExpr": "x", "columnConfig": {"n": {}}})),
         "features[1].inputFeatureInfo",
         "columnExpr and columnConfig are exclusive; give one",
         id="input-both",
@@ -792,11 +768,7 @@ ERROR_CASES = [
         id="tokenization-string",
     ),
     pytest.param(
-        _doc(
-            _with_input(
-                {"columnExpr": "x", "transformConfig": {"tokenization": {"stop": 1}}}
-            )
-        ),
+        _doc(_with_input({"columnExpr": "x", "transformConfig": {"tokenization": {"stop": 1}}})),
         "features[0].inputFeatureInfo.transformConfig.tokenization.stop",
         "unknown key; expected one of removeStopWords",
         id="tokenization-unknown-key",
@@ -832,10 +804,7 @@ def test_parse_config_errors(document: Any, path: str, problem: str) -> None:
 def test_error_without_source_starts_with_path() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(_doc(_with_output(name="x", dtype="lng")))
-    assert (
-        str(info.value)
-        == f"features[0].outputTensorInfo.dtype: 'lng' is not one of {DTYPES_TEXT}"
-    )
+    assert str(info.value) == f"features[0].outputTensorInfo.dtype: 'lng' is not one of {DTYPES_TEXT}"
 
 
 @pytest.mark.parametrize("text", ["SELECT a FROM t", "", "a +"])
@@ -868,9 +837,7 @@ def test_sparse_multi_dimensional_shape_is_allowed() -> None:
 
 def test_combiner_any_case_is_stored_upper() -> None:
     config = parse_config(_doc(_with_hash(hashBucketSize=8, combiner="aVg")))
-    assert config.features[0].input.transform_config.hash_info == HashInfo(
-        8, combiner="AVG"
-    )
+    assert config.features[0].input.transform_config.hash_info == HashInfo(8, combiner="AVG")
 
 
 # --------------------------------------------------------------------------- loading errors
@@ -887,14 +854,10 @@ def test_load_missing_file(tmp_path: pathlib.Path) -> None:
 
 def test_load_bad_json_names_line_and_column(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "bad.json"
-    path.write_text(
-        '{\n  "features": [\n    {"outputTensorInfo": }\n  ]\n}\n', encoding="utf-8"
-    )
+    path.write_text('{\n  "features": [\n    {"outputTensorInfo": }\n  ]\n}\n', encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert (
-        str(info.value) == f"{path}: invalid JSON at line 3, column 26: Expecting value"
-    )
+    assert str(info.value) == f"{path}: invalid JSON at line 3, column 26: Expecting value"
 
 
 def test_load_bad_inline_json() -> None:
@@ -911,9 +874,7 @@ def test_load_json_duplicate_key(tmp_path: pathlib.Path) -> None:
     )
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert str(info.value) == (
-        f"{path}: features[0].outputTensorInfo.dtype: key given more than once"
-    )
+    assert str(info.value) == (f"{path}: features[0].outputTensorInfo.dtype: key given more than once")
 
 
 def test_load_bad_yaml_names_file_and_line(tmp_path: pathlib.Path) -> None:
@@ -927,9 +888,7 @@ def test_load_bad_yaml_names_file_and_line(tmp_path: pathlib.Path) -> None:
 
 def test_load_bad_hocon_names_file_and_line(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "bad.conf"
-    path.write_text(
-        "features = [\n  { outputTensorInfo { name = x }\n", encoding="utf-8"
-    )
+    path.write_text("features = [\n  { outputTensorInfo { name = x }\n", encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert info.value.source == str(path)
@@ -1002,19 +961,14 @@ def test_ntv_selection_selects(
     ],
 )
 def test_model_rejects_bad_values(build: Any, message: str) -> None:
-    with pytest.raises(
-        ValueError, match=message.replace("(", r"\(").replace(")", r"\)")
-    ):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         build()
 
 
 def test_input_feature_info_parses_expression_when_not_given() -> None:
     info = InputFeatureInfo(column_expr="genreFeatures.term[0]")
     assert info.column_expr_ast == parse_column_expr("genreFeatures.term[0]")
-    assert (
-        InputFeatureInfo(column_config=(NtvSelection("n", ("*",)),)).column_expr_ast
-        is None
-    )
+    assert InputFeatureInfo(column_config=(NtvSelection("n", ("*",)),)).column_expr_ast is None
     with pytest.raises(ExprError):
         InputFeatureInfo(column_expr="SELECT a FROM t")
 

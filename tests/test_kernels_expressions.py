@@ -18,7 +18,10 @@ def batch() -> pa.RecordBatch:
             "userId": pa.array([1, 2, None], pa.int32()),
             "g": pa.array(
                 [
-                    [{"name": "Genre", "term": "Action", "value": 1.0}, {"name": "Genre", "term": "Drama", "value": 0.5}],
+                    [
+                        {"name": "Genre", "term": "Action", "value": 1.0},
+                        {"name": "Genre", "term": "Drama", "value": 0.5},
+                    ],
                     [],
                     None,
                 ],

@@ -28,7 +28,12 @@ def ntv_batch():
     return pa.RecordBatch.from_pydict(
         {
             "genres": pa.array(
-                [ntv(("Genre", "Action", 1.0), ("Year", "1999", 1.0)), [], None, ntv(("Genre", "Drama", 0.5))],
+                [
+                    ntv(("Genre", "Action", 1.0), ("Year", "1999", 1.0)),
+                    [],
+                    None,
+                    ntv(("Genre", "Drama", 0.5)),
+                ],
                 pa.list_(NTV),
             ),
             "latent": pa.array(
@@ -61,7 +66,9 @@ def test_select_ntv_star(ntv_batch):
 
 def test_select_ntv_rejects_non_ntv_column():
     batch = pa.RecordBatch.from_pydict({"x": [[1, 2]]})
-    with pytest.raises(ValueError, match="column 'x' is list<item: int64>, not an array of name/term/value records"):
+    with pytest.raises(
+        ValueError, match="column 'x' is list<item: int64>, not an array of name/term/value records"
+    ):
         select_ntv(batch, [NtvSelection("x", whitelist=("*",))])
 
 
@@ -113,7 +120,9 @@ def layouts(*specs):
 
 
 def test_layout_kinds_and_keys():
-    fixed, ragged, sparse = layouts(("a", "long", (2, 3), False), ("b", "float", (-1, 4, -1), False), ("c", "float", (10,), True))
+    fixed, ragged, sparse = layouts(
+        ("a", "long", (2, 3), False), ("b", "float", (-1, 4, -1), False), ("c", "float", (10,), True)
+    )
     assert (fixed.kind, fixed.feature_keys()) == ("fixed_len", ["a"])
     assert (ragged.kind, ragged.feature_keys()) == ("ragged", ["b", "b/row_lengths_2"])
     assert (sparse.kind, sparse.feature_keys()) == ("sparse", ["c/indices", "c/values"])
@@ -175,13 +184,43 @@ def test_scalar_with_shape_minus_one_becomes_list():
     ("column", "spec", "bad_rows", "reason"),
     [
         (pa.array([1, None, 3]), ("x", "long", (), False), [1], "tensor 'x': null value"),
-        (pa.array([[1, 2], [3]]), ("x", "long", (2,), False), [1], "tensor 'x': expected 2 values at dimension 0, got 1"),
+        (
+            pa.array([[1, 2], [3]]),
+            ("x", "long", (2,), False),
+            [1],
+            "tensor 'x': expected 2 values at dimension 0, got 1",
+        ),
         (pa.array([[1, None]]), ("x", "long", (-1,), False), [0], "tensor 'x': null element in the list"),
-        (pa.array([[[1], None]]), ("x", "long", (-1, -1), False), [0], "tensor 'x': null list inside the value"),
-        (pa.array([1, 2**40]), ("x", "int", (), False), [1], "tensor 'x': value overflows dtype int (32 bits)"),
-        (pa.array([1.0, 2.5]), ("x", "long", (), False), [1], "tensor 'x': value is not a whole number fitting dtype long"),
-        (pa.array([1.0, 1e300]), ("x", "float", (), False), [1], "tensor 'x': value overflows a 32-bit float"),
-        (pa.array([0, 2]), ("x", "boolean", (), False), [1], "tensor 'x': boolean tensor holds a value other than 0/1"),
+        (
+            pa.array([[[1], None]]),
+            ("x", "long", (-1, -1), False),
+            [0],
+            "tensor 'x': null list inside the value",
+        ),
+        (
+            pa.array([1, 2**40]),
+            ("x", "int", (), False),
+            [1],
+            "tensor 'x': value overflows dtype int (32 bits)",
+        ),
+        (
+            pa.array([1.0, 2.5]),
+            ("x", "long", (), False),
+            [1],
+            "tensor 'x': value is not a whole number fitting dtype long",
+        ),
+        (
+            pa.array([1.0, 1e300]),
+            ("x", "float", (), False),
+            [1],
+            "tensor 'x': value overflows a 32-bit float",
+        ),
+        (
+            pa.array([0, 2]),
+            ("x", "boolean", (), False),
+            [1],
+            "tensor 'x': boolean tensor holds a value other than 0/1",
+        ),
         (
             pa.array([{"indices": [1], "values": [1.0, 2.0]}]),
             ("x", "sparseVector", (4,), False),
@@ -206,9 +245,21 @@ def test_bad_rows_are_reported_and_dropped(column, spec, bad_rows, reason):
 @pytest.mark.parametrize(
     ("column", "spec", "message"),
     [
-        (pa.array([[1]]), ("x", "long", (), False), "tensor 'x': shape [] needs 0 list level(s) but the input is list<item: int64>"),
-        (pa.array(["a"]), ("x", "long", (), False), "dtype long with string input needs a feature list or hashing"),
-        (pa.array([1]), ("x", "sparseVector", (), False), "a sparse tensor needs a record with 'indices' and 'values'"),
+        (
+            pa.array([[1]]),
+            ("x", "long", (), False),
+            "tensor 'x': shape [] needs 0 list level(s) but the input is list<item: int64>",
+        ),
+        (
+            pa.array(["a"]),
+            ("x", "long", (), False),
+            "dtype long with string input needs a feature list or hashing",
+        ),
+        (
+            pa.array([1]),
+            ("x", "sparseVector", (), False),
+            "a sparse tensor needs a record with 'indices' and 'values'",
+        ),
     ],
 )
 def test_column_level_errors(column, spec, message):
@@ -228,7 +279,9 @@ def test_metadata_document():
             "labels": [{"outputTensorInfo": {"name": "y", "dtype": "double", "shape": []}}],
         }
     )
-    doc = build_metadata(config, {"trainingData": {"files": ["part-00000-of-00001.tfrecord"], "numRecords": 3}})
+    doc = build_metadata(
+        config, {"trainingData": {"files": ["part-00000-of-00001.tfrecord"], "numRecords": 3}}
+    )
     u, grid, sv = doc["features"]
     assert u["parse"] == {"type": "RaggedFeature", "valueKey": "u", "dtype": "int64", "partitions": []}
     assert grid["parse"]["partitions"] == [
@@ -236,9 +289,20 @@ def test_metadata_document():
         {"type": "UniformRowLength", "length": 3},
     ]
     assert grid["featureKeys"] == {"grid": "float32", "grid/row_lengths_1": "int64"}
-    assert sv["parse"] == {"type": "SparseFeature", "indexKey": "sv/indices", "valueKey": "sv/values", "dtype": "float32", "size": 100}
+    assert sv["parse"] == {
+        "type": "SparseFeature",
+        "indexKey": "sv/indices",
+        "valueKey": "sv/values",
+        "dtype": "float32",
+        "size": 100,
+    }
     assert sv["isSparse"] is True and sv["numUniqueValues"] is None
-    assert doc["labels"][0]["parse"] == {"type": "FixedLenFeature", "key": "y", "dtype": "float32", "shape": []}
+    assert doc["labels"][0]["parse"] == {
+        "type": "FixedLenFeature",
+        "key": "y",
+        "dtype": "float32",
+        "shape": [],
+    }
     assert doc["data"] == {"trainingData": {"files": ["part-00000-of-00001.tfrecord"], "numRecords": 3}}
     text = metadata_json(doc)
     assert json.loads(text) == doc and text == metadata_json(json.loads(text))

@@ -40,7 +40,11 @@ def test_read_avro_reads_every_row_once_with_small_splits(sample_records):
         rows = _rows(batches) | beam.Map(lambda r: (r["userId"], r["movieId"]))
         assert_that(rows, equal_to([(r["userId"], r["movieId"]) for r in sample_records]))
         sizes = batches | "Sizes" >> beam.Map(lambda b: (b.schema.names, b.num_rows <= 40 + 20))
-        assert_that(sizes, lambda got: len(got) > 5 and all(s == (["userId", "movieId"], True) for s in got), label="Sizes")
+        assert_that(
+            sizes,
+            lambda got: len(got) > 5 and all(s == (["userId", "movieId"], True) for s in got),
+            label="Sizes",
+        )
 
 
 def test_read_avro_counts_rows_in_metrics():
@@ -53,7 +57,7 @@ def test_read_avro_counts_rows_in_metrics():
 
 
 def test_read_avro_unmatched_pattern_fails(tmp_path):
-    with pytest.raises(Exception, match="no Avro file matches the input pattern '.*nothing-\\*.avro'"):
+    with pytest.raises(Exception, match=r"no Avro file matches the input pattern '.*nothing-\*.avro'"):
         with TestPipeline() as p:
             _ = p | ReadAvro(str(tmp_path / "nothing-*.avro"))
 
@@ -78,14 +82,17 @@ def test_extract_and_encode_examples(sample_records):
     config = load_config(SAMPLE_CONFIG)
     with TestPipeline() as p:
         out = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config) | EncodeExamples(config)
-        parsed = out.examples | beam.FlatMap(lambda b: b.column("serialized").to_pylist()) | beam.Map(
-            lambda s: tf.train.Example.FromString(s)
-        ) | beam.Map(
-            lambda e: (
-                e.features.feature["movieId"].int64_list.value[0],
-                tuple(e.features.feature["genres"].bytes_list.value),
-                e.features.feature["numGenres"].int64_list.value[0],
-                round(e.features.feature["response"].float_list.value[0], 3),
+        parsed = (
+            out.examples
+            | beam.FlatMap(lambda b: b.column("serialized").to_pylist())
+            | beam.Map(lambda s: tf.train.Example.FromString(s))
+            | beam.Map(
+                lambda e: (
+                    e.features.feature["movieId"].int64_list.value[0],
+                    tuple(e.features.feature["genres"].bytes_list.value),
+                    e.features.feature["numGenres"].int64_list.value[0],
+                    round(e.features.feature["response"].float_list.value[0], 3),
+                )
             )
         )
         expected = [
@@ -167,14 +174,24 @@ def test_write_tfrecord_layout_determinism_and_compression(tmp_path):
 def test_write_tfrecord_one_shard_keeps_source_order(tmp_path):
     batches = _serialized_batches()
     _write(tmp_path, batches, num_shards=1)
-    expected_order = sorted(batches, key=lambda b: (b.schema.metadata[b"beam_tensorize.source"], int(b.schema.metadata[b"beam_tensorize.offset"])))
+    expected_order = sorted(
+        batches,
+        key=lambda b: (
+            b.schema.metadata[b"beam_tensorize.source"],
+            int(b.schema.metadata[b"beam_tensorize.offset"]),
+        ),
+    )
     expected = [r for b in expected_order for r in b.column("serialized").to_pylist()]
     assert _records(tmp_path / "part-00000-of-00001.tfrecord") == expected
 
 
 def test_write_tfrecord_empty_input_writes_every_shard(tmp_path):
     _write(tmp_path, [], num_shards=2)
-    assert sorted(os.listdir(tmp_path)) == ["_SUCCESS", "part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "_SUCCESS",
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
     assert _records(tmp_path / "part-00001-of-00002.tfrecord") == []
 
 
@@ -182,7 +199,11 @@ def test_write_tfrecord_save_modes(tmp_path):
     _write(tmp_path, _serialized_batches(1), num_shards=2)
     with pytest.raises(Exception, match="already holds 3 file"):
         _write(tmp_path, _serialized_batches(2), num_shards=1)
-    assert len(_records(tmp_path / "part-00000-of-00002.tfrecord")) + len(_records(tmp_path / "part-00001-of-00002.tfrecord")) == 25
+    assert (
+        len(_records(tmp_path / "part-00000-of-00002.tfrecord"))
+        + len(_records(tmp_path / "part-00001-of-00002.tfrecord"))
+        == 25
+    )
     _write(tmp_path, _serialized_batches(2), num_shards=1, save_mode="overwrite")
     assert sorted(os.listdir(tmp_path)) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]
     assert len(_records(tmp_path / "part-00000-of-00001.tfrecord")) == 50
@@ -198,10 +219,15 @@ def test_write_tfrecord_failed_gate_leaves_old_output(tmp_path):
     with pytest.raises(Exception, match="simulated failure before commit"):
         with TestPipeline() as p:
             gate = p | "Gate" >> beam.Create([None]) | beam.Map(fail)
-            _ = p | beam.Create(_serialized_batches(3)) | WriteTFRecord(
-                str(tmp_path), num_shards=1, save_mode="overwrite", commit_gate=gate
+            _ = (
+                p
+                | beam.Create(_serialized_batches(3))
+                | WriteTFRecord(str(tmp_path), num_shards=1, save_mode="overwrite", commit_gate=gate)
             )
-    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith("_temporary")) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]
+    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith("_temporary")) == [
+        "_SUCCESS",
+        "part-00000-of-00001.tfrecord",
+    ]
     assert (tmp_path / "part-00000-of-00001.tfrecord").read_bytes() == before
 
 
@@ -221,13 +247,17 @@ def test_write_tfrecord_validates_arguments(kwargs, message):
 def test_tensorize_fails_past_bad_ratio_and_commits_nothing(tmp_path):
     config = parse_config({"features": [{"outputTensorInfo": {"name": "x", "dtype": "long", "shape": []}}]})
     batch = with_source(pa.RecordBatch.from_pydict({"x": [1, None, 3, 4]}), "/in/f.avro", 0)
-    with pytest.raises(Exception, match=r"1 of 4 records could not be converted \(25.00% > the allowed 10.00%\)"):
+    with pytest.raises(
+        Exception, match=r"1 of 4 records could not be converted \(25.00% > the allowed 10.00%\)"
+    ):
         with TestPipeline() as p:
             _ = p | beam.Create([batch]) | Tensorize(config, str(tmp_path), max_bad_records_ratio=0.1)
     assert not (tmp_path / "_SUCCESS").exists()
     assert not (tmp_path / "trainingData" / "part-00000-of-00001.tfrecord").exists()
     dead = (tmp_path / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text()
-    assert '"reason": "tensor \'x\': null value"' in dead and "record 1 of the rows starting at byte 0" in dead
+    assert (
+        '"reason": "tensor \'x\': null value"' in dead and "record 1 of the rows starting at byte 0" in dead
+    )
 
 
 def test_tensorize_within_bad_ratio_commits(tmp_path):
@@ -242,5 +272,7 @@ def test_tensorize_within_bad_ratio_commits(tmp_path):
 
 def test_tensorize_rejects_features_of_later_versions():
     config = load_config(os.path.join(os.path.dirname(SAMPLE_AVRO), "avro2tf_config.json"))
-    with pytest.raises(ValueError, match=r"features\[1\].inputFeatureInfo: tensor 'movieId_hashed': hashInfo"):
+    with pytest.raises(
+        ValueError, match=r"features\[1\].inputFeatureInfo: tensor 'movieId_hashed': hashInfo"
+    ):
         Tensorize(config, "/tmp/x")

@@ -648,7 +648,9 @@ class _SchemaParser:
             seen.add(name)
             doc = field.get("doc")
             record.fields.append(
-                _Field(name, self.parse(field["type"], inner_namespace), doc if isinstance(doc, str) else None)
+                _Field(
+                    name, self.parse(field["type"], inner_namespace), doc if isinstance(doc, str) else None
+                )
             )
         return record
 
@@ -847,7 +849,9 @@ def _decimal_type(props: dict[str, Any], size: int | None) -> _Typed | None:
         and 0 <= scale <= precision
     )
     if not valid:
-        _LOGGER.warning("invalid Avro decimal (precision %r, scale %r); using the underlying type", precision, scale)
+        _LOGGER.warning(
+            "invalid Avro decimal (precision %r, scale %r); using the underlying type", precision, scale
+        )
         return None
     if precision <= _MAX_DECIMAL128_PRECISION:
         arrow = pa.decimal128(precision, scale)
@@ -1172,7 +1176,14 @@ class _Plan:
                 if cast is not None:
                     columns[i] = columns[i].cast(cast)
             return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError, KeyError, decimal.DecimalException) as e:
+        except (
+            pa.ArrowException,
+            ValueError,
+            TypeError,
+            OverflowError,
+            KeyError,
+            decimal.DecimalException,
+        ) as e:
             raise AvroFormatError(
                 path, f"cannot convert block to Arrow: {type(e).__name__}: {e}", block.offset
             ) from None

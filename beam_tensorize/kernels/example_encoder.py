@@ -1,10 +1,8 @@
 """Vectorised RecordBatch -> serialized ``tf.train.Example`` encoder.
 
 Every row of a :class:`pyarrow.RecordBatch` becomes one serialized
-``tf.train.Example`` whose feature keys are the column names. The bytes are
-exactly those of ``tf.train.Example.SerializeToString(deterministic=True)`` as
-produced by the protobuf runtime that TensorFlow's Python API uses (upb), so
-the output does not change from process to process (tfx_bsl's encoder writes
+``tf.train.Example`` whose feature keys are the column names, in a fixed order,
+so the output does not change from process to process (tfx_bsl's encoder writes
 features in hash-seeded map order).
 
 The encoder does not call protobuf. It computes the size of every nested
@@ -24,14 +22,12 @@ Wire format written (field numbers from ``example.proto`` /
     FloatList { repeated float value = 1 [packed]; }   # omitted when empty
     Int64List { repeated int64 value = 1 [packed]; }   # omitted when empty
 
-Map entries are written in the order of upb's deterministic serializer:
-ascending by the UTF-8 bytes of the key, except that a key which is a proper
-prefix of another key comes *after* it (``"age_bucket"`` before ``"age"``).
-This is what ``SerializeToString(deterministic=True)`` gives with the upb
-backend of protobuf (the default since protobuf 4.21); protobuf's C++ and
-pure-Python backends put the shorter key first. The unit tests compare our
-bytes with the installed protobuf, so a change of that order upstream shows
-up as a test failure.
+Map entries are written ascending by the UTF-8 bytes of the key (a key before
+the longer keys it prefixes): the bytes of protobuf's deterministic
+serialization in C++ and in its pure-Python runtime. (The upb runtime of
+Python protobuf 6 puts a prefix key *after* the longer key; the messages are
+equal either way.) The unit tests build every expected message entry by entry
+with protobuf itself.
 """
 
 from __future__ import annotations
@@ -58,8 +54,10 @@ _INT64_MAX = 2**63 - 1
 def feature_key_order(names: list[str] | tuple[str, ...]) -> list[str]:
     """Returns feature keys in the order deterministic serialization writes them.
 
-    Keys are compared by their UTF-8 bytes; when one key is a proper prefix of
-    another, the longer key comes first (upb's deterministic map order).
+    Keys are sorted by their UTF-8 bytes, a prefix before the longer key: the order of
+    protobuf's deterministic serialization in C++ (and in its pure-Python runtime). The
+    upb runtime of Python protobuf 6 puts a prefix *after* the longer key; the encoded
+    messages are equal either way, and ours do not depend on the protobuf runtime.
 
     Args:
         names: Feature keys.
@@ -68,10 +66,10 @@ def feature_key_order(names: list[str] | tuple[str, ...]) -> list[str]:
         The keys, sorted.
 
     Example:
-        >>> feature_key_order(["b", "a", "ab"])
-        ['ab', 'a', 'b']
+        >>> feature_key_order(["b", "ab", "a"])
+        ['a', 'ab', 'b']
     """
-    return sorted(names, key=lambda name: (*name.encode("utf-8"), 256))
+    return sorted(names, key=lambda name: name.encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- #
@@ -416,9 +414,9 @@ def encode_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.LargeBinaryArr
     encoder instead writes a ``Feature`` with no list set). Dictionary
     encoded values are decoded first.
 
-    The result is byte-identical to building each row's ``tf.train.Example``
-    and calling ``SerializeToString(deterministic=True)`` (see the module
-    docstring for the key order). A batch without columns gives empty
+    The result is byte-identical to protobuf's deterministic serialization of
+    each row's ``tf.train.Example`` (see the module docstring for the key
+    order). A batch without columns gives empty
     Examples (``b""``, the serialization of ``tf.train.Example()``).
 
     Args:
