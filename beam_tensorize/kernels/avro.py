@@ -23,8 +23,7 @@ one struct array per block. The writer schema is compiled once per
 wire-identical to the writer schema but arranged so that the Python values
 need (almost) no post-processing:
 
-* all names are full names and definitions appear at their first use among
-  the decoded fields; ``doc``/``default``/``aliases`` are dropped;
+* all names are full names; ``doc``/``default``/``aliases`` are dropped;
 * logical types are removed, so fastavro returns raw ints / bytes / strings;
   dates, times and timestamps become Arrow temporal types by a zero-copy
   ``view`` of the int arrays (exact, and no ``datetime`` objects are built),
@@ -35,10 +34,12 @@ need (almost) no post-processing:
   with fastavro's ``return_named_type`` option every value of such a union
   comes back as ``(type name, value)``, which tells the branch exactly
   (``int`` vs ``long``, ``string`` vs an enum, ``bytes`` vs ``fixed``, ``map``
-  vs a record) without guessing from the Python value;
-* with a column projection the decoder is given a reader schema that holds
-  only the projected fields, so fastavro skips the others without building
-  Python objects for them.
+  vs a record) without guessing from the Python value.
+
+With a column projection fastavro is given a reader schema listing only the
+projected top-level fields, so it skips the others without building Python
+objects for them (checked once per process; should a fastavro version not
+behave as expected, all fields are decoded and the others dropped).
 
 Type mapping (Spark's spark-avro conventions): ``null`` -> null,
 ``boolean`` -> bool, ``int`` -> int32, ``long`` -> int64, ``float`` ->
@@ -99,8 +100,6 @@ _CHUNK = 1 << 20
 _MAX_VARINT_BYTES = 10
 # Private namespace of the wrapper records put around unnamed union branches.
 _WRAPPER_NAMESPACE = "beam_tensorize_internal_avro_union"
-# Suffix given to the names of types that only appear in skipped fields.
-_SKIP_SUFFIX = "__beam_tensorize_skipped"
 
 _PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 _ARROW_PRIMITIVES = {
@@ -926,19 +925,18 @@ def _member_converter(table: dict[str, tuple[str, bool, _Convert | None]]) -> _C
 class _Emitter:
     """Writes nodes back as fastavro schema JSON, wire-identical to the writer schema.
 
-    Named types are emitted under ``fullname + suffix`` and defined at their first emission;
+    Named types are emitted under their full names and defined at their first emission;
     logical types, docs, defaults and aliases are left out.
     """
 
-    def __init__(self, suffix: str = ""):
-        self._suffix = suffix
+    def __init__(self) -> None:
         self._defined: set[str] = set()
 
     def emit(self, node: _Node) -> Any:
         if isinstance(node, _Primitive):
             return node.kind
         if isinstance(node, _Named):
-            name = node.fullname + self._suffix
+            name = node.fullname
             if node.fullname in self._defined:
                 return name
             self._defined.add(node.fullname)
@@ -967,7 +965,7 @@ class _Emitter:
                 branches.append(
                     {
                         "type": "record",
-                        "name": _wrapper_name(node, index) + self._suffix,
+                        "name": _wrapper_name(node, index),
                         "fields": [{"name": "v", "type": self.emit(b)}],
                     }
                 )
@@ -996,30 +994,79 @@ def _has_member_unions(node: _Node, seen: set[str] | None = None) -> bool:
     return False
 
 
-def _reader_schema_is_safe(node: _Node, seen: set[str] | None = None) -> bool:
-    """False if a union holds two named types with the same short name.
+def _projection_reader(record_name: str, names: Sequence[str]) -> dict:
+    """A fastavro reader schema that keeps only the top-level fields ``names``.
 
-    fastavro matches reader to writer union branches by short name, which would then be
-    ambiguous; such schemas are decoded in full instead.
+    It is marked as already parsed and its field types are left unset: fastavro then skips the
+    other fields and decodes the kept ones exactly as without a reader schema (no per-value
+    schema resolution, which costs more than it saves inside nested records).
     """
-    seen = set() if seen is None else seen
-    if isinstance(node, _Named):
-        if node.fullname in seen:
-            return True
-        seen.add(node.fullname)
-        if isinstance(node, _Record):
-            return all(_reader_schema_is_safe(f.node, seen) for f in node.fields)
-        return True
-    if isinstance(node, _Array):
-        return _reader_schema_is_safe(node.items, seen)
-    if isinstance(node, _Map):
-        return _reader_schema_is_safe(node.values, seen)
-    if isinstance(node, _Union):
-        short = [b.fullname.rpartition(".")[2] for b in node.branches if isinstance(b, _Named)]
-        if len(short) != len(set(short)):
-            return False
-        return all(_reader_schema_is_safe(b, seen) for b in node.branches)
-    return True
+    return {
+        "type": "record",
+        "name": record_name,
+        "fields": [{"name": n, "type": None} for n in names],
+        "__fastavro_parsed": True,
+        "__named_schemas": {},
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def _projection_reader_works() -> bool:
+    """Checks once that this fastavro skips fields as :func:`_projection_reader` expects.
+
+    If not (another fastavro version), projections decode all fields and drop the others.
+    """
+    schema = {
+        "type": "record",
+        "name": "probe.R",
+        "fields": [
+            {
+                "name": "a",
+                "type": {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "probe.N",
+                        "fields": [{"name": "x", "type": "string"}],
+                    },
+                },
+            },
+            {"name": "b", "type": ["null", "long"]},
+            {"name": "c", "type": {"type": "map", "values": "probe.N"}},
+            {
+                "name": "d",
+                "type": [
+                    "null",
+                    "probe.N",
+                    {"type": "record", "name": "probe.W", "fields": [{"name": "v", "type": "int"}]},
+                ],
+            },
+            {"name": "e", "type": "double"},
+        ],
+    }
+    record = {"a": [{"x": "s"}], "b": 5, "c": {"k": {"x": "t"}}, "d": ("probe.N", {"x": "u"}), "e": 1.5}
+    expected = {"b": 5, "c": {"k": {"x": "t"}}, "d": ("probe.N", {"x": "u"})}
+    try:
+        parsed = fastavro.parse_schema(schema)
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, record)
+        out.write(b"\x01")
+        data = io.BytesIO(out.getvalue())
+        got = fastavro.schemaless_reader(
+            data,
+            parsed,
+            _projection_reader("probe.R", ["d", "b", "c"]),
+            return_named_type=True,
+            return_named_type_override=True,
+        )
+        works = got == expected and data.read() == b"\x01"
+    except Exception:  # noqa: BLE001 - any failure means "do not use it"
+        works = False
+    if not works:
+        _LOGGER.warning(
+            "fastavro %s cannot skip unprojected Avro fields; decoding all fields", fastavro.__version__
+        )
+    return works
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1113,31 +1160,23 @@ class _Plan:
             self.casts.append(wanted.type if wanted.type != final.type else None)
         self.raw_struct = pa.struct(raw_fields)
 
-        projected = {f.name for f in selected}
-        kept_all = projected == set(by_name)
-        use_reader = not kept_all and all(_reader_schema_is_safe(f.node) for f in selected)
-        kept = _Emitter()
-        skipped = _Emitter(_SKIP_SUFFIX)
-        writer_fields = []
-        for f in record.fields:
-            if use_reader and f.name not in projected:
-                writer_fields.append(skipped.field(f))
-            else:
-                writer_fields.append(kept.field(f))
-        writer = {"type": "record", "name": record.fullname, "fields": writer_fields}
+        # One emitter for all fields: a definition must precede its references.
+        emitter = _Emitter()
+        writer = {
+            "type": "record",
+            "name": record.fullname,
+            "fields": [emitter.field(f) for f in record.fields],
+        }
         reader = None
-        if use_reader:
-            reader_fields = [w for w, f in zip(writer_fields, record.fields) if f.name in projected]
-            reader = {"type": "record", "name": record.fullname, "fields": reader_fields}
+        if len(selected) < len(record.fields) and _projection_reader_works():
+            reader = _projection_reader(record.fullname, [f.name for f in selected])
         options: dict[str, Any] = {}
         if any(_has_member_unions(f.node) for f in selected):
             options = {"return_named_type": True, "return_named_type_override": True}
-        parsed_writer = fastavro.parse_schema(writer)
-        parsed_reader = fastavro.parse_schema(reader) if reader is not None else None
         self.read_record = functools.partial(
             fastavro.schemaless_reader,
-            writer_schema=parsed_writer,
-            reader_schema=parsed_reader,
+            writer_schema=fastavro.parse_schema(writer),
+            reader_schema=reader,
             **options,
         )
 
