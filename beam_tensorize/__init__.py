@@ -8,7 +8,7 @@ Avro2TF-compatible config:
     >>> config = bt.load_config(bt.sample.SAMPLE_CONFIG)
     >>> with beam.Pipeline() as p:
     ...     _ = (p | bt.ReadAvro(bt.sample.SAMPLE_AVRO, columns=bt.Tensorize.input_columns(config))
-    ...            | bt.Tensorize(config, "/tmp/tensorized", save_mode="overwrite"))
+    ...            | bt.Tensorize(config, "tensorized", save_mode="overwrite"))
 
 The Beam transforms are imported on first use, so the kernels (`beam_tensorize.kernels`)
 stay importable without Apache Beam, e.g. inside Spark workers.

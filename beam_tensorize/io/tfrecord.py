@@ -69,7 +69,7 @@ class WriteTFRecord(beam.PTransform):
         >>> import apache_beam as beam, pyarrow as pa
         >>> with beam.Pipeline() as p:
         ...     batches = p | beam.Create([pa.RecordBatch.from_pydict({"serialized": [b"a", b"b"]})])
-        ...     info = batches | WriteTFRecord("/tmp/out/data", num_shards=2, save_mode="overwrite")
+        ...     info = batches | WriteTFRecord("out/data", num_shards=2, save_mode="overwrite")
     """
 
     def __init__(

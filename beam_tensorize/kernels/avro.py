@@ -994,6 +994,13 @@ def _has_member_unions(node: _Node, seen: set[str] | None = None) -> bool:
     return False
 
 
+def _is_nested(node: _Node) -> bool:
+    """True if values of ``node`` may contain records, arrays or maps."""
+    if isinstance(node, _Union):
+        return any(_is_nested(b) for b in node.branches)
+    return isinstance(node, (_Record, _Array, _Map))
+
+
 def _projection_reader(record_name: str, names: Sequence[str]) -> dict:
     """A fastavro reader schema that keeps only the top-level fields ``names``.
 
@@ -1167,8 +1174,11 @@ class _Plan:
             "name": record.fullname,
             "fields": [emitter.field(f) for f in record.fields],
         }
+        # Skipping costs a little per record; it pays when a left-out field holds nested values.
+        projected = set(arrow_schema.names)
+        skip = any(_is_nested(f.node) for f in record.fields if f.name not in projected)
         reader = None
-        if len(selected) < len(record.fields) and _projection_reader_works():
+        if skip and _projection_reader_works():
             reader = _projection_reader(record.fullname, [f.name for f in selected])
         options: dict[str, Any] = {}
         if any(_has_member_unions(f.node) for f in selected):

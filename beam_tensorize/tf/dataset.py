@@ -1,8 +1,9 @@
 """Read a beam_tensorize output folder back into TensorFlow, using only its metadata.
 
-Example:
-    >>> ds = make_dataset("tensorize_output", batch_size=32)          # doctest: +SKIP
-    >>> features, labels = next(iter(ds))                              # doctest: +SKIP
+Example::
+
+    ds = make_dataset("tensorize_output", batch_size=32)
+    features, labels = next(iter(ds))
 """
 
 from __future__ import annotations

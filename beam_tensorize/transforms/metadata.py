@@ -41,7 +41,7 @@ class EmitMetadata(beam.PTransform):
         >>> from beam_tensorize.sample import SAMPLE_CONFIG
         >>> with beam.Pipeline() as p:
         ...     splits = p | beam.Create([{"trainingData": {"files": [], "numRecords": 0}}])
-        ...     path = splits | EmitMetadata(load_config(SAMPLE_CONFIG), "/tmp/out")
+        ...     path = splits | EmitMetadata(load_config(SAMPLE_CONFIG), "out")
     """
 
     def __init__(

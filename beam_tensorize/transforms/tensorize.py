@@ -76,7 +76,7 @@ class Tensorize(beam.PTransform):
         >>> config = load_config(SAMPLE_CONFIG)
         >>> with beam.Pipeline() as p:
         ...     out = (p | ReadAvro(SAMPLE_AVRO, columns=Tensorize.input_columns(config))
-        ...              | Tensorize(config, "/tmp/tensorized", save_mode="overwrite"))
+        ...              | Tensorize(config, "tensorized", save_mode="overwrite"))
     """
 
     def __init__(

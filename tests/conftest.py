@@ -1,7 +1,0 @@
-"""Shared pytest fixtures."""
-
-from __future__ import annotations
-
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
