@@ -36,10 +36,11 @@ need (almost) no post-processing:
   (``int`` vs ``long``, ``string`` vs an enum, ``bytes`` vs ``fixed``, ``map``
   vs a record) without guessing from the Python value.
 
-With a column projection fastavro is given a reader schema listing only the
-projected top-level fields, so it skips the others without building Python
-objects for them (checked once per process; should a fastavro version not
-behave as expected, all fields are decoded and the others dropped).
+With a column projection that leaves out records, arrays or maps, fastavro
+is given a reader schema listing only the projected top-level fields, so it
+skips the others without building Python objects for them (checked once per
+process; should a fastavro version not behave as expected, all fields are
+decoded and the others dropped).
 
 Type mapping (Spark's spark-avro conventions): ``null`` -> null,
 ``boolean`` -> bool, ``int`` -> int32, ``long`` -> int64, ``float`` ->
@@ -97,6 +98,7 @@ SYNC_SIZE = 16
 CODECS = ("null", "deflate", "snappy", "zstandard", "bzip2", "xz")
 
 _CHUNK = 1 << 20
+_HEADER_CHUNK = 1 << 16
 _MAX_VARINT_BYTES = 10
 # Private namespace of the wrapper records put around unnamed union branches.
 _WRAPPER_NAMESPACE = "beam_tensorize_internal_avro_union"
@@ -199,12 +201,13 @@ class _Truncated(Exception):
 class _Cursor:
     """Sequential reads from a file object through a buffer, tracking the absolute offset."""
 
-    def __init__(self, f: BinaryIO, pos: int):
+    def __init__(self, f: BinaryIO, pos: int, chunk: int | None = None):
         f.seek(pos)
         self._f = f
         self._buf = b""
         self._i = 0
         self._base = pos
+        self._chunk = _CHUNK if chunk is None else chunk
 
     @property
     def pos(self) -> int:
@@ -218,14 +221,17 @@ class _Cursor:
         parts = [self._buf[self._i :]]
         self._base += self._i
         self._i = 0
-        want = max(n - avail, _CHUNK)
+        # Someone else may have moved the file position between two reads.
+        if self._f.tell() != self._base + avail:
+            self._f.seek(self._base + avail)
+        want = max(n - avail, self._chunk)
         while avail < n:
             data = self._f.read(want)
             if not data:
                 break
             parts.append(data)
             avail += len(data)
-            want = max(n - avail, 0) or _CHUNK
+            want = max(n - avail, 0) or self._chunk
         self._buf = b"".join(parts)
         return avail >= n
 
@@ -288,7 +294,7 @@ def read_header(f: BinaryIO, path: str) -> AvroHeader:
         AvroFormatError: the file is not Avro (bad magic), the header is truncated or
             malformed, the schema is not JSON, or the codec is not supported.
     """
-    cur = _Cursor(f, 0)
+    cur = _Cursor(f, 0, min(_CHUNK, _HEADER_CHUNK))
     try:
         magic = cur.read(len(MAGIC))
     except _Truncated:
@@ -414,7 +420,12 @@ def iter_blocks(
                     path, f"malformed block: negative record count {count} or size {length}", offset
                 )
             if cur.pos + length + SYNC_SIZE > size:
-                raise _Truncated
+                raise AvroFormatError(
+                    path,
+                    f"truncated block: its {length}-byte payload and sync marker run past the end "
+                    f"of the file ({size} bytes)",
+                    offset,
+                )
             data = cur.read(length)
             sync = cur.read(SYNC_SIZE)
         except _Truncated:
