@@ -268,11 +268,3 @@ def test_tensorize_within_bad_ratio_commits(tmp_path):
         assert_that(out.result | beam.Map(lambda r: (r["numRecords"], r["badRecords"])), equal_to([(3, 1)]))
     assert (tmp_path / "_SUCCESS").exists()
     assert len(_records(tmp_path / "trainingData" / "part-00000-of-00001.tfrecord")) == 3
-
-
-def test_tensorize_rejects_features_of_later_versions():
-    config = load_config(os.path.join(os.path.dirname(SAMPLE_AVRO), "avro2tf_config.json"))
-    with pytest.raises(
-        ValueError, match=r"features\[1\].inputFeatureInfo: tensor 'movieId_hashed': hashInfo"
-    ):
-        Tensorize(config, "/tmp/x")

@@ -18,6 +18,7 @@ from beam_tensorize.config.expr import root_columns
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.expressions import ExpressionEvalError, evaluate
 from beam_tensorize.kernels.ntv import select_ntv
+from beam_tensorize.kernels.tokenize import tokenize
 
 __all__ = ["ExtractError", "extract_tensors", "input_columns"]
 
@@ -27,7 +28,7 @@ class ExtractError(ValueError):
 
 
 def extract_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> pa.RecordBatch:
-    """Evaluate every tensor's input on `batch`.
+    """Evaluate every tensor's input on `batch` (and tokenize it where the config says so).
 
     Args:
         batch: input rows (e.g. decoded Avro records).
@@ -48,7 +49,10 @@ def extract_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> p
                 columns.append(select_ntv(batch, info.column_config))
             else:
                 columns.append(evaluate(info.column_expr_ast, batch))
-        except ExpressionEvalError as err:
+            tokenization = info.transform_config.tokenization
+            if tokenization is not None:
+                columns[-1] = tokenize(columns[-1], tokenization.remove_stop_words)
+        except (ExpressionEvalError, TypeError) as err:
             what = "columnConfig" if info.column_config is not None else f"columnExpr {info.column_expr!r}"
             raise ExtractError(
                 f"{tensor.json_path}.inputFeatureInfo ({tensor.name!r}): {what}: {err}"

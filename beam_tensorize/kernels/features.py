@@ -36,7 +36,19 @@ import pyarrow.compute as pc
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.expressions import cast_like_spark, list_offsets
 
-__all__ = ["ConversionResult", "FeatureDataError", "FeatureLayout", "layout_of", "to_feature_columns"]
+__all__ = [
+    "DENSE_VECTOR_KEY",
+    "ConversionResult",
+    "FeatureDataError",
+    "FeatureLayout",
+    "is_hashed_ntv",
+    "layout_of",
+    "to_feature_columns",
+]
+
+#: Field metadata marking a column that a transform turned into a dense vector whose size is
+#: known only at run time (an NTV tensor with `isSparse: false`): stored with shape [-1].
+DENSE_VECTOR_KEY = b"beam_tensorize.dense_vector"
 
 _VALUE_TYPES = {
     "int": "int64",
@@ -108,9 +120,27 @@ class FeatureLayout:
         return [self.name] + [key for _, key in self.row_length_keys()]
 
 
+def is_hashed_ntv(tensor: TensorConfig) -> bool:
+    """A hashed tensor whose input is name-term-value records (it becomes a vector of bucket
+    values): `columnConfig`, `isSparse`, or a float / sparseVector dtype (hashed strings give
+    integer ids, so a float dtype means NTV values)."""
+    if tensor.input.transform_config.hash_info is None:
+        return False
+    out = tensor.output
+    return (
+        tensor.input.column_config is not None
+        or out.is_sparse
+        or out.dtype in ("float", "double", "sparseVector")
+    )
+
+
 def layout_of(tensor: TensorConfig) -> FeatureLayout:
     """How a configured tensor is stored in an Example."""
     out = tensor.output
+    if is_hashed_ntv(tensor):
+        size = tensor.input.transform_config.hash_info.hash_bucket_size
+        kind = "sparse" if out.is_sparse or out.dtype == "sparseVector" else "fixed_len"
+        return FeatureLayout(out.name, "float", (size,), kind, "float32")
     return FeatureLayout.for_tensor(out.name, out.dtype, out.shape, out.is_sparse)
 
 
@@ -155,6 +185,9 @@ def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) 
     columns: dict[str, pa.Array] = {}
     for layout in layouts:
         column = batch.column(layout.name)
+        field_metadata = batch.schema.field(layout.name).metadata or {}
+        if DENSE_VECTOR_KEY in field_metadata and layout.kind != "sparse" and not layout.shape:
+            layout = dataclasses.replace(layout, shape=(-1,), kind="ragged", value_type="float32")
         if layout.kind == "sparse":
             columns.update(_sparse(column, layout, problems))
         else:

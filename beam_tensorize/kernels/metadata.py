@@ -20,6 +20,8 @@ from collections.abc import Mapping
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.features import FeatureLayout, layout_of
+from beam_tensorize.kernels.hashing import hashing_description
+from beam_tensorize.kernels.vocab import FeatureList
 
 __all__ = ["FORMAT_VERSION", "METADATA_FILE", "build_metadata", "metadata_json"]
 
@@ -61,28 +63,65 @@ def _feature_keys(layout: FeatureLayout) -> dict[str, str]:
     return keys
 
 
-def _tensor_entry(tensor: TensorConfig, num_unique_values: int | None) -> dict:
+def _vector_size(tensor: TensorConfig, feature_list: FeatureList | None) -> int | None:
+    """Length of the vector an NTV tensor becomes (hash buckets or list size + 1), else None."""
+    hash_info = tensor.input.transform_config.hash_info
+    if hash_info is not None:
+        ntv = tensor.input.column_config is not None or tensor.output.is_sparse
+        return hash_info.hash_bucket_size if ntv else None
+    if feature_list is not None and feature_list.ntv:
+        return len(feature_list) + 1
+    return None
+
+
+def _tensor_entry(tensor: TensorConfig, feature_list: FeatureList | None, list_path: str | None) -> dict:
     out = tensor.output
     layout = layout_of(tensor)
+    hash_info = tensor.input.transform_config.hash_info
+    size = _vector_size(tensor, feature_list)
+    parse = _parse_entry(layout)
+    keys = _feature_keys(layout)
+    if size is not None and layout.kind == "sparse":
+        parse["size"] = size
+    elif size is not None:  # a dense vector of all ids
+        parse = {"type": "FixedLenFeature", "key": out.name, "dtype": "float32", "shape": [size]}
+        keys = {out.name: "float32"}
+    if hash_info is not None:
+        # ids run 0..n-1, plus the dummy id n for null / empty input (not for NTV vectors)
+        unique = hash_info.hash_bucket_size + (0 if size is not None else 1)
+    elif feature_list is not None:
+        unique = len(feature_list) + 1  # one out-of-vocabulary id
+    else:
+        unique = None
     entry = {
         "name": out.name,
         "dtype": out.dtype,
         "shape": list(out.shape),
         "isSparse": layout.kind == "sparse",
         "isDocumentFeature": out.is_document_feature,
-        "numUniqueValues": num_unique_values,
-        "layout": layout.kind,
-        "featureKeys": _feature_keys(layout),
-        "parse": _parse_entry(layout),
+        "numUniqueValues": unique,
+        "layout": "fixed_len" if parse["type"] == "FixedLenFeature" else layout.kind,
+        "featureKeys": keys,
+        "parse": parse,
         "input": tensor.input.to_json_dict(),
     }
+    if hash_info is not None:
+        entry["hashing"] = hashing_description(hash_info)
+    if feature_list is not None:
+        entry["featureList"] = {
+            "path": list_path,
+            "size": len(feature_list),
+            "unknownId": len(feature_list),
+            "entries": "name,term" if feature_list.ntv else "string",
+        }
     return entry
 
 
 def build_metadata(
     config: TensorizeConfig,
     splits: Mapping[str, Mapping] | None = None,
-    num_unique_values: Mapping[str, int] | None = None,
+    feature_lists: Mapping[str, FeatureList] | None = None,
+    list_paths: Mapping[str, str] | None = None,
     record_type: str = "Example",
     compression: str = "none",
 ) -> dict:
@@ -91,21 +130,26 @@ def build_metadata(
     Args:
         config: the parsed config.
         splits: per split folder (e.g. `trainingData`): `{"files": [...], "numRecords": n, ...}`.
-        num_unique_values: per tensor name, the number of distinct ids (feature-list size or
-            hash buckets); unknown tensors get null.
+        feature_lists: the feature lists used, by tensor name.
+        list_paths: where each feature list is, relative to the output folder.
         record_type: the TFRecord payload type.
         compression: "none" or "gzip".
 
     Returns:
         A JSON-serialisable dict.
     """
-    unique = dict(num_unique_values or {})
+    lists = dict(feature_lists or {})
+    paths = dict(list_paths or {})
+
+    def entry(t: TensorConfig) -> dict:
+        return _tensor_entry(t, lists.get(t.name), paths.get(t.name))
+
     return {
         "formatVersion": FORMAT_VERSION,
         "recordType": record_type,
         "compression": compression.upper() if compression != "none" else "NONE",
-        "features": [_tensor_entry(t, unique.get(t.name)) for t in config.features],
-        "labels": [_tensor_entry(t, unique.get(t.name)) for t in config.labels],
+        "features": [entry(t) for t in config.features],
+        "labels": [entry(t) for t in config.labels],
         "data": {name: dict(info) for name, info in sorted((splits or {}).items())},
     }
 

@@ -23,12 +23,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import ALL_NAMES, NtvSelection
-from beam_tensorize.kernels.expressions import ExpressionEvalError, list_offsets
+from beam_tensorize.kernels.expressions import ExpressionEvalError, cast_like_spark, list_offsets
 
-__all__ = ["NTV_TYPE", "select_ntv"]
+__all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_triples", "select_ntv"]
 
+#: Joins `name` and `term` into one NTV entry for feature lists and hashing (Avro2TF's form).
+NTV_SEPARATOR = ","
 #: The normalized type of one NTV entry.
 NTV_TYPE = pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])
+
+
+def is_ntv(t: pa.DataType) -> bool:
+    """A (large) list of records with `name`, `term` and `value` fields."""
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        return False
+    item = t.value_type
+    return pa.types.is_struct(item) and all(item.get_field_index(f) >= 0 for f in ("name", "term", "value"))
 
 
 def select_ntv(batch: pa.RecordBatch, selections: Sequence[NtvSelection]) -> pa.LargeListArray:
@@ -103,3 +113,42 @@ def _normalize(entries: pa.Array) -> pa.StructArray:
     fields = [pc.struct_field(entries, [entries.type.get_field_index(f)]) for f in NTV_TYPE.names]
     name, term, value = (a.cast(t.type) for a, t in zip(fields, NTV_TYPE))
     return pa.StructArray.from_arrays([name, term, value], fields=list(NTV_TYPE))
+
+
+def ntv_triples(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """(row, `name,term` entry, value) of every record of an NTV column, in row order.
+
+    Names and terms that are not strings are printed as Spark's CAST to STRING does; a null
+    name or term is written `null` (as Avro2TF's Scala string formatting does); a null value
+    counts as 0. Null rows and null records contribute nothing.
+
+    Raises:
+        ExpressionEvalError: `ntv` is not a list of name/term/value records.
+    """
+    item = getattr(ntv.type, "value_type", None)
+    if item is None or not pa.types.is_struct(item) or {"name", "term", "value"} - {f.name for f in item}:
+        raise ExpressionEvalError(
+            f"an NTV column must be a list of records with name, term and value; got {ntv.type}"
+        )
+    lengths = np.diff(list_offsets(ntv))
+    if ntv.null_count:
+        lengths = np.where(np.asarray(ntv.is_valid(), dtype=bool), lengths, 0)
+    row_of = np.repeat(np.arange(len(ntv), dtype=np.int64), lengths)
+    records = ntv.flatten()
+    if records.null_count:
+        valid = np.asarray(records.is_valid(), dtype=bool)
+        records, row_of = records.filter(pa.array(valid)), row_of[valid]
+    name, term = (_as_text(pc.struct_field(records, [item.get_field_index(f)])) for f in ("name", "term"))
+    values = pc.struct_field(records, [item.get_field_index("value")])
+    try:
+        values = values.cast(pa.float64()).fill_null(0.0)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        raise ExpressionEvalError(f"NTV value must be numeric, got {values.type}") from err
+    entries = pc.binary_join_element_wise(name, term, NTV_SEPARATOR)
+    return row_of, entries, np.asarray(values, dtype=np.float64)
+
+
+def _as_text(values: pa.Array) -> pa.Array:
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        values = cast_like_spark(values, "string")
+    return values.fill_null("null")

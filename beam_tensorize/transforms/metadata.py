@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-import uuid
-from collections.abc import Mapping
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.io.files import read_text, write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE, build_metadata, metadata_json
+from beam_tensorize.transforms.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
 
 __all__ = ["EmitMetadata", "read_metadata"]
 
@@ -20,18 +19,20 @@ _LOGGER = logging.getLogger(__name__)
 
 
 class EmitMetadata(beam.PTransform):
-    """Write the tensor metadata of `config` into `<output_dir>/metadata/`.
+    """Write the tensor metadata of `config` (and the feature lists) into `output_dir`.
 
     Input: a PCollection of one dict `{split folder: {"files": [...], "numRecords": n, ...}}`
     (the committed data). Entries for other split folders already in an existing metadata
-    file are kept, so a test-mode run adds `testData` beside an earlier `trainingData`. The
+    file are kept, so a test-mode run adds `testData` beside an earlier `trainingData`. Every
     file is written under a temporary name and renamed into place.
 
     Args:
         config: the parsed config.
         output_dir: the output folder.
         compression: "none" or "gzip", as written.
-        num_unique_values: per tensor, its number of distinct ids when known.
+        feature_lists: optional PCollection of one dict `{tensor name: FeatureList}` used by
+            the data; recorded in the metadata.
+        write_feature_lists: also write them to `featureList/<tensor>` (train mode).
 
     Returns (from `expand`): a PCollection of one element, the metadata file's path.
 
@@ -49,42 +50,42 @@ class EmitMetadata(beam.PTransform):
         config: TensorizeConfig,
         output_dir: str,
         compression: str = "none",
-        num_unique_values: Mapping[str, int] | None = None,
+        feature_lists=None,
+        write_feature_lists: bool = False,
     ):
         super().__init__()
         self._config = config
         self._output_dir = output_dir.rstrip("/")
         self._compression = compression
-        self._num_unique_values = dict(num_unique_values or {})
+        self._feature_lists = feature_lists
+        self._write_lists = write_feature_lists
 
     def expand(self, splits):
+        lists = () if self._feature_lists is None else (beam.pvalue.AsSingleton(self._feature_lists),)
         return splits | "WriteMetadata" >> beam.Map(
-            _write_metadata, self._config, self._output_dir, self._compression, self._num_unique_values
+            _write_metadata, self._config, self._output_dir, self._compression, self._write_lists, *lists
         )
 
 
 def read_metadata(output_dir: str) -> dict | None:
     """The metadata document of an output folder, or None if it has none."""
-    path = posixpath.join(output_dir.rstrip("/"), METADATA_FILE)
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as f:
-        return json.loads(f.read().decode("utf-8"))
+    text = read_text(posixpath.join(output_dir.rstrip("/"), METADATA_FILE))
+    return None if text is None else json.loads(text)
 
 
-def _write_metadata(splits, config, output_dir, compression, num_unique_values) -> str:
+def _write_metadata(splits, config, output_dir, compression, write_lists, lists=None) -> str:
+    lists = dict(lists or {})
+    if write_lists:
+        paths = write_feature_lists(lists, output_dir)
+    else:
+        paths = {name: posixpath.join(FEATURE_LIST_FOLDER, name) for name in lists}
     data = dict(splits)
     previous = read_metadata(output_dir)
     if previous:
         for name, info in previous.get("data", {}).items():
             data.setdefault(name, info)
-    document = build_metadata(config, data, num_unique_values, compression=compression)
+    document = build_metadata(config, data, lists, paths, compression=compression)
     path = posixpath.join(output_dir, METADATA_FILE)
-    temp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with FileSystems.create(temp) as f:
-        f.write(metadata_json(document).encode("utf-8"))
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-    FileSystems.rename([temp], [path])
+    write_text_atomically(path, metadata_json(document))
     _LOGGER.info("Wrote %s", path)
     return path

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tensorize.config.errors import ConfigError
-from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
 from beam_tensorize.transforms.encode import EncodeExamples, dead_letter_json
 from beam_tensorize.transforms.extract import ExtractFeatures
+from beam_tensorize.transforms.feature_lists import (
+    FEATURE_LIST_FOLDER,
+    ApplyFeatureLists,
+    BuildFeatureLists,
+    LoadFeatureLists,
+    feature_list_groups,
+    merge_feature_lists,
+)
+from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
 
-__all__ = ["EXECUTION_MODES", "SPLIT_FOLDERS", "Tensorize", "TensorizeOutputs", "unsupported_reason"]
+__all__ = ["EXECUTION_MODES", "SPLIT_FOLDERS", "Tensorize", "TensorizeOutputs"]
 
 #: Execution mode -> folder the records go to.
 SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
@@ -37,25 +46,18 @@ class TensorizeOutputs(NamedTuple):
     dead_letters: beam.PCollection
 
 
-def unsupported_reason(tensor: TensorConfig) -> str | None:
-    """Why this version cannot produce `tensor` (hashing / feature lists), or None."""
-    info = tensor.input
-    if info.transform_config.hash_info is not None:
-        return "hashInfo: hashing is not supported by this version yet"
-    if info.transform_config.tokenization is not None:
-        return "tokenization: tokenization is not supported by this version yet"
-    if info.column_config is not None:
-        return "columnConfig: NTV tensors need a feature list, not supported by this version yet"
-    return None
-
-
 class Tensorize(beam.PTransform):
     """Turn input record batches into the output layout of DESIGN §4.
 
     `<output_dir>/trainingData|validationData|testData/part-*-of-*.tfrecord[.gz]`,
     `<output_dir>/metadata/tensor_metadata.json`, bad records as JSON lines in
-    `<output_dir>/deadLetters/<split>/`, and `<output_dir>/_SUCCESS` written last. Nothing is
-    moved into place if more than `max_bad_records_ratio` of the rows are bad.
+    `<output_dir>/deadLetters/<split>/`, feature lists in `<output_dir>/featureList/` (train
+    mode), and `<output_dir>/_SUCCESS` written last. Nothing is moved into place if more than
+    `max_bad_records_ratio` of the rows are bad.
+
+    Steps: ExtractFeatures (incl. tokenization) -> HashFeatures -> BuildFeatureLists (train) or
+    LoadFeatureLists (validation / test: from `<output_dir>/featureList/` of an earlier train
+    run) -> ApplyFeatureLists -> EncodeExamples -> WriteTFRecord -> EmitMetadata.
 
     Args:
         config: the parsed config.
@@ -67,6 +69,12 @@ class Tensorize(beam.PTransform):
         max_bad_records_ratio: fail the job, committing nothing, when bad rows / all rows
             exceeds this (0 = any bad record fails the job; bad records are still written to
             the dead-letter folder for inspection).
+        shared_feature_lists: groups of tensor names that share one feature list, built from
+            all their entries.
+        external_feature_lists: a folder of ready feature lists (`<dir>/<tensor name>`, one
+            entry per line) used instead of building / loading them; a file named after no
+            tensor is an error.
+        filter_zeros: drop zero values from NTV sparse vectors.
 
     Example:
         >>> import apache_beam as beam
@@ -88,6 +96,9 @@ class Tensorize(beam.PTransform):
         compression: str = "none",
         save_mode: str = "error",
         max_bad_records_ratio: float = 0.0,
+        shared_feature_lists: Sequence[Sequence[str]] = (),
+        external_feature_lists: str | None = None,
+        filter_zeros: bool = False,
     ):
         super().__init__()
         if execution_mode not in SPLIT_FOLDERS:
@@ -98,10 +109,11 @@ class Tensorize(beam.PTransform):
             raise ValueError(f"save_mode {save_mode!r} is not one of {', '.join(SAVE_MODES)}")
         if not 0.0 <= max_bad_records_ratio <= 1.0:
             raise ValueError(f"max_bad_records_ratio must be between 0 and 1, got {max_bad_records_ratio}")
-        for tensor in config.tensors:
-            reason = unsupported_reason(tensor)
-            if reason:
-                raise ConfigError(f"{tensor.json_path}.inputFeatureInfo", f"tensor {tensor.name!r}: {reason}")
+        self._shared = tuple(tuple(group) for group in shared_feature_lists)
+        feature_list_groups(config, self._shared)  # validates the groups now
+        self._external = external_feature_lists
+        self._filter_zeros = filter_zeros
+        self._mode = execution_mode
         self._config = config
         self._output_dir = output_dir.rstrip("/")
         self._split = SPLIT_FOLDERS[execution_mode]
@@ -116,11 +128,31 @@ class Tensorize(beam.PTransform):
         return input_columns(config.tensors)
 
     def expand(self, batches):
-        out, split = self._output_dir, self._split
+        out, split, config = self._output_dir, self._split, self._config
+        pipeline = batches.pipeline
+        hashed = (
+            batches | "ExtractFeatures" >> ExtractFeatures(config) | "HashFeatures" >> HashFeatures(config)
+        )
+        names = config.tensor_names
+        external = (
+            pipeline
+            | "LoadExternalLists" >> LoadFeatureLists([self._external], names, strict=True, required=True)
+            if self._external
+            else pipeline | "NoExternalLists" >> beam.Create([{}])
+        )
+        if self._mode == "train":
+            own = hashed | "BuildFeatureLists" >> BuildFeatureLists(config, self._shared)
+        else:
+            own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
+                [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
+            )
+        lists = own | "MergeFeatureLists" >> beam.Map(
+            merge_feature_lists, beam.pvalue.AsSingleton(external), config, self._shared
+        )
         encoded = (
-            batches
-            | "ExtractFeatures" >> ExtractFeatures(self._config)
-            | "EncodeExamples" >> EncodeExamples(self._config)
+            hashed
+            | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, self._filter_zeros)
+            | "EncodeExamples" >> EncodeExamples(config)
         )
         good = (
             encoded.examples
@@ -160,7 +192,9 @@ class Tensorize(beam.PTransform):
         splits = written | "DescribeSplit" >> beam.Map(
             _describe_split, split, beam.pvalue.AsSingleton(counts)
         )
-        metadata = splits | "EmitMetadata" >> EmitMetadata(self._config, out, self._compression)
+        metadata = splits | "EmitMetadata" >> EmitMetadata(
+            config, out, self._compression, feature_lists=lists, write_feature_lists=self._mode == "train"
+        )
         result = metadata | "WriteSuccess" >> beam.Map(
             _write_success, out, split, beam.pvalue.AsSingleton(splits)
         )

@@ -1,0 +1,231 @@
+"""Feature lists (vocabularies): entries of a column, their counts, order, and lookup.
+
+An entry is a string value, or `name,term` for a name-term-value (NTV) record. A feature
+list is ordered by count descending, then entry ascending (by UTF-8 bytes), optionally cut
+to its top N; an entry's index is its position. Entries not in the list get the one
+out-of-vocabulary index `len(list)`.
+
+Example:
+    >>> import pyarrow as pa
+    >>> entries = entries_of(pa.array([["b", "a"], ["b"]]))
+    >>> counts = count_entries(entries)
+    >>> order_feature_list(counts)
+    ['b', 'a']
+    >>> lookup_ids(pa.array([["a", "zzz"]]), ["b", "a"]).to_pylist()
+    [[1, 2]]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tensorize.config.model import TensorConfig
+from beam_tensorize.kernels.expressions import list_offsets
+from beam_tensorize.kernels.features import DENSE_VECTOR_KEY
+from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.sparse import combine_sparse, drop_zeros, sparse_to_dense
+
+__all__ = [
+    "FeatureList",
+    "apply_feature_lists",
+    "count_entries",
+    "entries_of",
+    "is_text",
+    "lookup_ids",
+    "lookup_ntv",
+    "may_use_feature_list",
+    "order_feature_list",
+    "partial_counts",
+    "uses_feature_list",
+]
+
+
+def is_text(t: pa.DataType) -> bool:
+    """Strings, or (large) lists of strings."""
+    while pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _flat_values(column: pa.Array) -> pa.Array:
+    while pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        column = column.flatten()
+    return column
+
+
+def entries_of(column: pa.Array) -> pa.Array:
+    """Every feature-list entry a column holds (strings, lists of strings, or NTV)."""
+    if is_ntv(column.type):
+        return ntv_triples(column)[1]
+    values = _flat_values(column)
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        raise TypeError(f"a feature list needs strings or name-term-value records, got {column.type}")
+    return values.drop_null()
+
+
+def count_entries(entries: pa.Array) -> dict[str, int]:
+    """Occurrences of each distinct entry."""
+    counted = pc.value_counts(entries)
+    return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+
+
+def order_feature_list(
+    counts: Mapping[str, int] | Iterable[tuple[str, int]], cap: int | None = None
+) -> list[str]:
+    """Entries by count descending, then entry ascending (UTF-8 bytes); the top `cap` if given."""
+    items = counts.items() if isinstance(counts, Mapping) else counts
+    ordered = sorted(items, key=lambda item: (-item[1], item[0].encode("utf-8")))
+    if cap is not None:
+        ordered = ordered[:cap]
+    return [entry for entry, _ in ordered]
+
+
+def lookup_ids(column: pa.Array, feature_list: Sequence[str] | pa.Array) -> pa.Array:
+    """Replace strings by their feature-list index (unknown -> `len(feature_list)`), same nesting.
+
+    A null scalar gets the unknown index too; a null list stays an (empty) list.
+    """
+    vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        if pa.types.is_list(column.type):
+            column = column.cast(pa.large_list(column.type.value_type))
+        ids = lookup_ids(column.flatten(), vocab)
+        mask = column.is_null() if column.null_count else None
+        return pa.LargeListArray.from_arrays(pa.array(list_offsets(column)), ids, mask=mask)
+    found = pc.index_in(column.cast(pa.string()), vocab)
+    return found.cast(pa.int64()).fill_null(len(vocab))
+
+
+def lookup_ntv(
+    ntv: pa.Array, feature_list: Sequence[str] | pa.Array
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row of each record, its feature-list index, its value) for an NTV column."""
+    vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
+    row_of, entries, values = ntv_triples(ntv)
+    ids = np.asarray(pc.index_in(entries, vocab).fill_null(len(vocab)), dtype=np.int64)
+    return row_of, ids, values
+
+
+# --- whole batches -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureList:
+    """A feature list: ordered entries, their counts when built here, and whether it indexes
+    NTV records (`name,term`) rather than strings."""
+
+    entries: tuple[str, ...]
+    counts: tuple[int, ...] | None = None
+    ntv: bool = False
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def to_text(self) -> str:
+        """The `featureList/<tensor>` file: one entry per line; the line number is the index."""
+        bad = [e for e in self.entries if "\n" in e or "\r" in e]
+        if bad:
+            raise ValueError(f"feature-list entry {bad[0]!r} contains a line break and cannot be written")
+        return "".join(f"{entry}\n" for entry in self.entries)
+
+    def counts_text(self) -> str:
+        """`count<TAB>entry` lines, in list order (for people to inspect)."""
+        counts = self.counts or (0,) * len(self.entries)
+        return "".join(f"{count}\t{entry}\n" for count, entry in zip(counts, self.entries))
+
+    @classmethod
+    def from_text(cls, text: str, ntv: bool = False) -> FeatureList:
+        """Read a `featureList/<tensor>` file's text."""
+        return cls(tuple(text.splitlines()), None, ntv)
+
+
+def may_use_feature_list(tensor: TensorConfig) -> bool:
+    """Whether `tensor` gets a feature list when its input turns out to be text or NTV."""
+    transform = tensor.input.transform_config
+    return transform.hash_info is None and tensor.output.dtype in (
+        "int",
+        "long",
+        "float",
+        "double",
+        "sparseVector",
+    )
+
+
+def uses_feature_list(tensor: TensorConfig, column_type: pa.DataType) -> bool:
+    """Whether `tensor`, whose extracted column has `column_type`, is indexed by a feature list."""
+    if not may_use_feature_list(tensor):
+        return False
+    if is_ntv(column_type):
+        return True
+    return is_text(column_type) and tensor.output.dtype in ("int", "long")
+
+
+def partial_counts(
+    batch: pa.RecordBatch, tensors: Sequence[TensorConfig], list_key: Mapping[str, str]
+) -> Iterator[tuple[tuple[str, str | None], int]]:
+    """((feature-list key, entry), count) for every distinct entry in `batch`.
+
+    Tensors sharing a list map to the same key (`list_key`). Every tensor that uses a list also
+    yields `((key, None), 1 if NTV else 0)`, so its list exists even when empty, and the
+    summed marker tells NTV lists from string lists.
+    """
+    for tensor in tensors:
+        if tensor.name not in list_key:
+            continue
+        column = batch.column(tensor.name)
+        if not uses_feature_list(tensor, column.type):
+            continue
+        key = list_key[tensor.name]
+        yield (key, None), int(is_ntv(column.type))  # marks the list, and whether it is NTV
+        yield from (((key, entry), count) for entry, count in count_entries(entries_of(column)).items())
+
+
+def apply_feature_lists(
+    batch: pa.RecordBatch,
+    tensors: Sequence[TensorConfig],
+    lists: Mapping[str, FeatureList | Sequence[str]],
+    filter_zeros: bool = False,
+) -> pa.RecordBatch:
+    """Replace text and NTV tensor columns by feature-list indices.
+
+    Text becomes int64 indices (same nesting). NTV becomes a sparse vector
+    `struct<indices, values>` (repeated entries in a row summed, indices ascending; zero
+    values dropped with `filter_zeros`), or with `isSparse: false` a dense vector of
+    `len(list) + 1` values. Other columns pass through.
+
+    Raises:
+        KeyError: a tensor needs a list that `lists` does not have.
+    """
+    columns, fields = [], []
+    for tensor, field, column in zip(tensors, batch.schema, batch.columns):
+        if uses_feature_list(tensor, column.type):
+            if tensor.name not in lists:
+                raise KeyError(f"no feature list for tensor {tensor.name!r}")
+            feature_list = lists[tensor.name]
+            entries = feature_list.entries if isinstance(feature_list, FeatureList) else feature_list
+            vocab = pa.array(list(entries), pa.string())
+            if is_ntv(column.type):
+                column, field = _apply_ntv(tensor, column, vocab, filter_zeros)
+            else:
+                column = lookup_ids(column, vocab)
+                field = pa.field(tensor.name, column.type)
+        columns.append(column)
+        fields.append(field)
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields, metadata=batch.schema.metadata))
+
+
+def _apply_ntv(tensor, column, vocab, filter_zeros):
+    row_of, ids, values = lookup_ntv(column, vocab)
+    indices, merged = combine_sparse(row_of, ids, values, len(column))
+    if filter_zeros:
+        indices, merged = drop_zeros(indices, merged)
+    if tensor.output.is_sparse or tensor.output.dtype == "sparseVector":
+        sparse = pa.StructArray.from_arrays([indices, merged], ["indices", "values"])
+        return sparse, pa.field(tensor.name, sparse.type)
+    dense = sparse_to_dense(indices, merged, len(vocab) + 1)
+    return dense, pa.field(tensor.name, dense.type, metadata={DENSE_VECTOR_KEY: b"1"})

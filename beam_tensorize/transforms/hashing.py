@@ -1,0 +1,55 @@
+"""`HashFeatures`: hash the tensors that have a `hashInfo` into bucket ids / vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import apache_beam as beam
+import pyarrow as pa
+
+from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.kernels.hashing import hash_tensors
+
+__all__ = ["HashFeatures"]
+
+
+class HashFeatures(beam.PTransform):
+    """Replace every hashed tensor's column by TensorFlow-compatible bucket ids.
+
+    One hash function equals `tf.strings.to_hash_bucket_fast` / Keras `Hashing(n)`; several
+    use `tf.strings.to_hash_bucket_strong` with the fixed keys of
+    `beam_tensorize.kernels.hashing.STRONG_HASH_KEYS`; `hashFunction: avro2tf_md5` gives
+    Avro2TF's ids. Name-term-value inputs become sparse (or dense) vectors of bucket values
+    merged with the combiner. Tensors without `hashInfo` pass through.
+
+    Args:
+        config: the parsed config.
+
+    Example:
+        >>> import apache_beam as beam, pyarrow as pa
+        >>> from beam_tensorize.config import parse_config
+        >>> config = parse_config({"features": [{
+        ...     "inputFeatureInfo": {"columnExpr": "g", "transformConfig": {"hashInfo": {"hashBucketSize": 100}}},
+        ...     "outputTensorInfo": {"name": "g", "dtype": "long", "shape": [-1]}}]})
+        >>> with beam.Pipeline() as p:
+        ...     batches = p | beam.Create([pa.RecordBatch.from_pydict({"g": [["Drama"], None]})])
+        ...     _ = batches | HashFeatures(config) | beam.Map(lambda b: print(b.to_pydict()))
+        {'g': [[40], [100]]}
+    """
+
+    def __init__(self, config: TensorizeConfig):
+        super().__init__()
+        self._tensors = config.tensors
+
+    def expand(self, batches):
+        if not any(t.input.transform_config.hash_info for t in self._tensors):
+            return batches
+        return batches | "HashTensors" >> beam.ParDo(_HashTensorsFn(self._tensors))
+
+
+class _HashTensorsFn(beam.DoFn):
+    def __init__(self, tensors: tuple[TensorConfig, ...]):
+        self._tensors = tensors
+
+    def process(self, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        yield hash_tensors(batch, self._tensors)
