@@ -85,6 +85,24 @@ class TensorizeOptions(PipelineOptions):
             "converted; bad records are written to <output>/deadLetters/ either way. Default 0.",
         )
         parser.add_argument(
+            "--external_feature_lists",
+            default=None,
+            help="Folder of ready feature lists (one file per tensor, named like the tensor, one "
+            "entry per line) used instead of building them; a file named after no tensor is an error.",
+        )
+        parser.add_argument(
+            "--tensors_sharing_feature_lists",
+            default=None,
+            help="Groups of tensors that share one feature list built from all their entries: "
+            "tensor names joined by ',' within a group and ';' between groups, e.g. 'a,b;c,d'.",
+        )
+        parser.add_argument(
+            "--filter_zeros",
+            action="store_true",
+            default=False,
+            help="Drop zero values from name-term-value sparse vectors.",
+        )
+        parser.add_argument(
             "--batch_rows",
             type=int,
             default=8192,
@@ -108,7 +126,17 @@ def _resolve(options: TensorizeOptions) -> dict:
     patterns = [SAMPLE_AVRO] if sample else [p.strip() for p in options.input.split(",") if p.strip()]
     if not patterns:
         raise ValueError("--input names no file")
+    groups = []
+    if options.tensors_sharing_feature_lists:
+        for group in options.tensors_sharing_feature_lists.split(";"):
+            names = [n.strip() for n in group.split(",") if n.strip()]
+            if len(names) < 2:
+                raise ValueError(
+                    f"--tensors_sharing_feature_lists: group {group!r} needs two or more tensor names"
+                )
+            groups.append(names)
     return {
+        "groups": groups,
         "patterns": patterns,
         "config": SAMPLE_CONFIG if sample else options.config,
         "output": (options.output or DEFAULT_OUTPUT) if sample else options.output,
@@ -134,6 +162,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
             compression=options.compression,
             save_mode=settings["save_mode"],
             max_bad_records_ratio=options.max_bad_records_ratio,
+            shared_feature_lists=settings["groups"],
+            external_feature_lists=options.external_feature_lists,
+            filter_zeros=options.filter_zeros,
         )
     )
 

@@ -76,6 +76,7 @@ def batch() -> pa.RecordBatch:
         ("concat(s, '-', userId)", ["12-1", " x -2", None]),
         ("s || '!'", ["12!", " x !", None]),
         ("concat_ws('|', s, g.term[0])", ["12|Action", " x ", ""]),
+        ("concat_ws('-', g.term, s)", ["Action-Drama-12", " x ", ""]),
         ("lower(g.term)", [["action", "drama"], [], None]),
         ("upper(s)", ["12", " X ", None]),
         ("trim(s)", ["12", "x", None]),

@@ -230,11 +230,15 @@ def _func(name: str, args: list, batch: pa.RecordBatch | None):
         if stop is not None and begin < 0 <= stop:
             stop = None
         return _elementwise(args[0], lambda a: pc.utf8_slice_codeunits(_as_string(a, name), begin, stop))
-    if name in ("concat", "concat_ws"):
+    if name == "concat_ws":
+        separator = _as_string_value(args[0], name)
+        parts = [
+            _join_list(v, separator) if _is_list(v.type) else _as_string_value(v, name) for v in args[1:]
+        ]
+        return _concat_ws(separator, parts, batch)
+    if name == "concat":
         parts = [_as_string_value(v, name) for v in args]
-        if name == "concat":
-            return pc.binary_join_element_wise(*parts, "")
-        return _concat_ws(parts[0], parts[1:], batch)
+        return pc.binary_join_element_wise(*parts, "")
     if name == "coalesce":
         return pc.coalesce(*args)
     if name == "split":
@@ -253,6 +257,19 @@ def _concat_ws(separator, parts: list, batch: pa.RecordBatch | None) -> pa.Array
     offsets = np.concatenate([[0], np.cumsum(valid.reshape(rows, len(columns)).sum(axis=1))])
     lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values.filter(valid))
     return pc.binary_join(lists, separator)
+
+
+def _join_list(arr: pa.Array, separator) -> pa.Array:
+    """Spark's concat_ws on an array argument: its non-null elements joined; empty -> skipped."""
+    arr = _as_var_list(arr)
+    values = _as_string_value(arr.flatten(), "concat_ws")
+    valid = np.asarray(values.is_valid(), dtype=bool)
+    lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), np.diff(list_offsets(arr)), 0)
+    row_of = np.repeat(np.arange(len(arr)), lengths)[valid]
+    counts = np.bincount(row_of, minlength=len(arr))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+    joined = pc.binary_join(pa.LargeListArray.from_arrays(offsets, values.filter(pa.array(valid))), separator)
+    return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, joined.type))
 
 
 def _as_string(arr: pa.Array, fn: str) -> pa.Array:

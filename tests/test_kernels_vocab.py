@@ -1,0 +1,278 @@
+"""Feature lists, sparse vectors, tokenization and batch-level hashing — kernels without Beam."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from beam_tensorize.config import parse_config
+from beam_tensorize.kernels.features import DENSE_VECTOR_KEY, layout_of
+from beam_tensorize.kernels.hashing import hash_tensors, hashing_description
+from beam_tensorize.kernels.metadata import build_metadata
+from beam_tensorize.kernels.sparse import combine_sparse, drop_zeros, sparse_to_dense
+from beam_tensorize.kernels.tokenize import ENGLISH_STOP_WORDS, tokenize
+from beam_tensorize.kernels.vocab import (
+    FeatureList,
+    apply_feature_lists,
+    count_entries,
+    entries_of,
+    lookup_ids,
+    order_feature_list,
+    partial_counts,
+)
+
+NTV = pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])
+
+
+def ntv(*entries):
+    return [{"name": n, "term": t, "value": v} for n, t, v in entries]
+
+
+def test_entries_and_counts():
+    assert entries_of(pa.array([["b", None, "a"], None, ["b"]])).to_pylist() == ["b", "a", "b"]
+    assert entries_of(pa.array(["x", None])).to_pylist() == ["x"]
+    column = pa.array([ntv(("Genre", "Drama", 1.0), ("Year", "1999", 1.0)), None], pa.list_(NTV))
+    assert entries_of(column).to_pylist() == ["Genre,Drama", "Year,1999"]
+    assert count_entries(pa.array(["a", "b", "a"])) == {"a": 2, "b": 1}
+    with pytest.raises(TypeError, match="a feature list needs strings or name-term-value records, got int64"):
+        entries_of(pa.array([1]))
+
+
+def test_order_is_count_descending_then_entry_bytes_ascending():
+    counts = {"b": 2, "a": 2, "B": 2, "é": 5, "z": 1, "ä": 2}
+    assert order_feature_list(counts) == ["é", "B", "a", "b", "ä", "z"]
+    assert order_feature_list(counts, cap=2) == ["é", "B"]
+    assert order_feature_list([("x", 1), ("w", 1)]) == ["w", "x"]
+
+
+def test_lookup_unknown_and_nulls():
+    vocab = ["b", "a"]
+    assert lookup_ids(pa.array(["a", "zz", None]), vocab).to_pylist() == [1, 2, 2]
+    assert lookup_ids(pa.array([["a", "b"], None, []]), vocab).to_pylist() == [[1, 0], None, []]
+    assert lookup_ids(pa.array([[["a"], ["q"]]]), vocab).to_pylist() == [[[1], [2]]]
+
+
+def test_feature_list_text_round_trip():
+    fl = FeatureList(("Genre,Drama", "Genre,Comedy"), (5, 3), ntv=True)
+    assert fl.to_text() == "Genre,Drama\nGenre,Comedy\n"
+    assert fl.counts_text() == "5\tGenre,Drama\n3\tGenre,Comedy\n"
+    assert FeatureList.from_text(fl.to_text(), ntv=True).entries == fl.entries
+    with pytest.raises(ValueError, match="contains a line break"):
+        FeatureList(("a\nb",)).to_text()
+
+
+CONFIG = parse_config(
+    {
+        "features": [
+            {"outputTensorInfo": {"name": "terms", "dtype": "long", "shape": [-1]}},
+            {
+                "inputFeatureInfo": {"columnExpr": "g"},
+                "outputTensorInfo": {"name": "sparse", "dtype": "float", "isSparse": True},
+            },
+            {
+                "inputFeatureInfo": {"columnExpr": "g"},
+                "outputTensorInfo": {"name": "dense", "dtype": "float", "shape": []},
+            },
+            {"outputTensorInfo": {"name": "num", "dtype": "long", "shape": []}},
+        ]
+    }
+)
+
+
+def _batch():
+    return pa.RecordBatch.from_pydict(
+        {
+            "terms": pa.array([["x", "y", "x"], [], None]),
+            "sparse": pa.array(
+                [ntv(("G", "a", 1.0), ("G", "b", 2.0), ("G", "a", 0.5)), ntv(("G", "new", 0.0)), None],
+                pa.list_(NTV),
+            ),
+            "dense": pa.array([ntv(("G", "b", 2.0)), [], ntv(("G", "zz", 3.0))], pa.list_(NTV)),
+            "num": pa.array([1, 2, 3]),
+        }
+    )
+
+
+def test_partial_counts_mark_lists_and_ntv():
+    keys = {"terms": "terms", "sparse": "shared", "dense": "shared", "num": "num"}
+    got = sorted(partial_counts(_batch(), CONFIG.tensors, keys), key=repr)
+    assert got == sorted(
+        [
+            (("terms", None), 0),
+            (("terms", "x"), 2),
+            (("terms", "y"), 1),
+            (("shared", None), 1),
+            (("shared", "G,a"), 2),
+            (("shared", "G,b"), 1),
+            (("shared", "G,new"), 1),
+            (("shared", None), 1),
+            (("shared", "G,b"), 1),
+            (("shared", "G,zz"), 1),
+        ],
+        key=repr,
+    )  # "num" holds numbers: no feature list
+
+
+def test_apply_feature_lists():
+    lists = {
+        "terms": FeatureList(("x", "y")),
+        "sparse": FeatureList(("G,b", "G,a"), ntv=True),
+        "dense": FeatureList(("G,b", "G,a"), ntv=True),
+    }
+    out = apply_feature_lists(_batch(), CONFIG.tensors, lists)
+    assert out.column("terms").to_pylist() == [[0, 1, 0], [], None]
+    assert out.column("sparse").to_pylist() == [
+        {"indices": [0, 1], "values": [2.0, 1.5]},  # G,a twice: summed
+        {"indices": [2], "values": [0.0]},  # unknown entry -> index len(list)
+        {"indices": [], "values": []},
+    ]
+    assert out.column("dense").to_pylist() == [[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 3.0]]
+    assert out.schema.field("dense").metadata == {DENSE_VECTOR_KEY: b"1"}
+    assert out.column("num").to_pylist() == [1, 2, 3]
+    filtered = apply_feature_lists(_batch(), CONFIG.tensors, lists, filter_zeros=True)
+    assert filtered.column("sparse").to_pylist()[1] == {"indices": [], "values": []}
+    with pytest.raises(KeyError, match="no feature list for tensor 'terms'"):
+        apply_feature_lists(_batch(), CONFIG.tensors, {})
+
+
+@pytest.mark.parametrize(
+    ("combiner", "values"),
+    [("SUM", [[3.0, 5.0], [], [1.0]]), ("AVG", [[1.5, 5.0], [], [1.0]]), ("MAX", [[2.0, 5.0], [], [1.0]])],
+)
+def test_combine_sparse(combiner, values):
+    indices, merged = combine_sparse(
+        np.array([0, 0, 0, 2]), np.array([5, 1, 1, 3]), np.array([5.0, 1.0, 2.0, 1.0]), 3, combiner
+    )
+    assert indices.to_pylist() == [[1, 5], [], [3]]
+    assert merged.to_pylist() == values
+
+
+def test_drop_zeros_and_dense():
+    indices = pa.array([[0, 2], [1]], pa.large_list(pa.int64()))
+    values = pa.array([[0.0, 2.0], [0.0]], pa.large_list(pa.float64()))
+    kept_i, kept_v = drop_zeros(indices, values)
+    assert (kept_i.to_pylist(), kept_v.to_pylist()) == ([[2], []], [[2.0], []])
+    assert sparse_to_dense(indices, values, 3).to_pylist() == [[0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]
+
+
+def test_tokenize():
+    assert len(ENGLISH_STOP_WORDS) == 179
+    got = tokenize(pa.array(["The Matrix (1999)", None, "Ça va? Très_bien!", ""])).to_pylist()
+    assert got == [["the", "matrix", "1999"], [], ["ça", "va", "très_bien"], []]
+    got = tokenize(pa.array([["Hello, World", None], None, ["a b it's"]]), remove_stop_words=True).to_pylist()
+    assert got == [["hello", "world"], [], ["b"]]
+    with pytest.raises(TypeError, match="tokenization needs text, got int64"):
+        tokenize(pa.array([1]))
+
+
+HASH_CONFIG = parse_config(
+    {
+        "features": [
+            {
+                "inputFeatureInfo": {
+                    "columnExpr": "s",
+                    "transformConfig": {"hashInfo": {"hashBucketSize": 10}},
+                },
+                "outputTensorInfo": {"name": "one", "dtype": "long", "shape": []},
+            },
+            {
+                "inputFeatureInfo": {
+                    "columnExpr": "s",
+                    "transformConfig": {"hashInfo": {"hashBucketSize": 10, "numHashFunctions": 3}},
+                },
+                "outputTensorInfo": {"name": "three", "dtype": "long", "shape": [3]},
+            },
+            {
+                "inputFeatureInfo": {
+                    "columnConfig": {"g": {"whitelist": ["*"]}},
+                    "transformConfig": {"hashInfo": {"hashBucketSize": 4, "combiner": "MAX"}},
+                },
+                "outputTensorInfo": {"name": "vec", "dtype": "float", "shape": []},
+            },
+        ]
+    }
+)
+
+
+def test_hash_tensors_shapes_and_layouts():
+    from beam_tensorize.kernels.hashing import hash_buckets
+
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "one": pa.array(["a", None]),
+            "three": pa.array(["a", None]),
+            "vec": pa.array([ntv(("g", "x", 1.0), ("g", "y", 2.0)), []], pa.list_(NTV)),
+        }
+    )
+    out = hash_tensors(batch, HASH_CONFIG.tensors)
+    a_id = int(hash_buckets(pa.array(["a"]), 10)[0])
+    assert out.column("one").to_pylist() == [a_id, 10]
+    assert [len(ids) for ids in out.column("three").to_pylist()] == [3, 3]
+    assert out.column("three").to_pylist()[1] == [10, 10, 10]
+    dense = out.column("vec").to_pylist()
+    assert (
+        len(dense[0]) == 4
+        and sorted(v for v in dense[0] if v) in ([1.0, 2.0], [2.0])
+        and dense[1] == [0.0] * 4
+    )
+    assert layout_of(HASH_CONFIG.tensors[2]).kind == "fixed_len"
+    assert layout_of(HASH_CONFIG.tensors[2]).shape == (4,)
+
+
+def test_hash_tensors_errors():
+    bad_shape = parse_config(
+        {
+            "features": [
+                {
+                    "inputFeatureInfo": {
+                        "columnExpr": "s",
+                        "transformConfig": {"hashInfo": {"hashBucketSize": 10, "numHashFunctions": 2}},
+                    },
+                    "outputTensorInfo": {"name": "s", "dtype": "long", "shape": []},
+                }
+            ]
+        }
+    )
+    with pytest.raises(
+        ValueError, match=r"2 hash functions give 2 ids per value; declare shape \[2\] instead of \[\]"
+    ):
+        hash_tensors(pa.RecordBatch.from_pydict({"s": ["a"]}), bad_shape.tensors)
+    with pytest.raises(ValueError, match="needs name-term-value records, got string"):
+        hash_tensors(
+            pa.RecordBatch.from_pydict({"one": ["a"], "three": ["a"], "vec": ["x"]}), HASH_CONFIG.tensors
+        )
+
+
+def test_metadata_for_hashed_and_listed_tensors():
+    doc = build_metadata(
+        CONFIG,
+        feature_lists={
+            "terms": FeatureList(("x", "y")),
+            "sparse": FeatureList(("G,b",), ntv=True),
+            "dense": FeatureList(("G,b", "G,a"), ntv=True),
+        },
+        list_paths={
+            "terms": "featureList/terms",
+            "sparse": "featureList/sparse",
+            "dense": "featureList/dense",
+        },
+    )
+    terms, sparse, dense, num = doc["features"]
+    assert terms["numUniqueValues"] == 3
+    assert terms["featureList"] == {
+        "path": "featureList/terms",
+        "size": 2,
+        "unknownId": 2,
+        "entries": "string",
+    }
+    assert sparse["parse"]["size"] == 2 and sparse["numUniqueValues"] == 2
+    assert dense["parse"] == {"type": "FixedLenFeature", "key": "dense", "dtype": "float32", "shape": [3]}
+    assert num["numUniqueValues"] is None and "featureList" not in num
+    hashed = build_metadata(HASH_CONFIG)["features"]
+    assert [t["numUniqueValues"] for t in hashed] == [11, 11, 4]
+    assert hashed[2]["parse"] == {"type": "FixedLenFeature", "key": "vec", "dtype": "float32", "shape": [4]}
+    assert hashed[1]["hashing"] == hashing_description(
+        HASH_CONFIG.tensors[1].input.transform_config.hash_info
+    )
+    assert hashed[1]["hashing"]["strongHashKeys"][0] == [0x243F6A8885A308D3, 0x13198A2E03707344]
