@@ -103,6 +103,12 @@ class TensorizeOptions(PipelineOptions):
             help="Drop zero values from name-term-value sparse vectors.",
         )
         parser.add_argument(
+            "--extra_columns_to_keep",
+            default=None,
+            help="Comma-separated input columns written as they are beside the tensors (numbers, "
+            "strings, bytes or lists of them); see the metadata's extraColumns.",
+        )
+        parser.add_argument(
             "--batch_rows",
             type=int,
             default=8192,
@@ -135,7 +141,9 @@ def _resolve(options: TensorizeOptions) -> dict:
                     f"--tensors_sharing_feature_lists: group {group!r} needs two or more tensor names"
                 )
             groups.append(names)
+    extra = [c.strip() for c in (options.extra_columns_to_keep or "").split(",") if c.strip()]
     return {
+        "extra": extra,
         "groups": groups,
         "patterns": patterns,
         "config": SAMPLE_CONFIG if sample else options.config,
@@ -151,7 +159,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
         pipeline
         | "ReadAvro"
         >> ReadAvro(
-            settings["patterns"], columns=Tensorize.input_columns(config), batch_rows=options.batch_rows
+            settings["patterns"],
+            columns=Tensorize.input_columns(config, settings["extra"]),
+            batch_rows=options.batch_rows,
         )
         | "Tensorize"
         >> Tensorize(
@@ -165,6 +175,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
             shared_feature_lists=settings["groups"],
             external_feature_lists=options.external_feature_lists,
             filter_zeros=options.filter_zeros,
+            extra_columns=settings["extra"],
         )
     )
 

@@ -62,7 +62,7 @@ CONFIG = {
         {"outputTensorInfo": {"name": "color", "dtype": "string", "shape": []}},
         {
             "inputFeatureInfo": {"columnExpr": "coalesce(maybe, 'none')"},
-            "outputTensorInfo": {"name": "maybe", "dtype": "string", "shape": []},
+            "outputTensorInfo": {"name": "maybeOrNone", "dtype": "string", "shape": []},
         },
         {
             "inputFeatureInfo": {"columnExpr": "words.term"},
@@ -104,7 +104,7 @@ def run(tmp_path_factory):
     config.write_text(json.dumps(CONFIG))
     out = root / "out"
     args = ["--input", str(avro), "--config", str(config), "--output", str(out),
-            "--num_shards", "2", "--max_bad_records_ratio", "0.05"]  # fmt: skip
+            "--num_shards", "2", "--max_bad_records_ratio", "0.05", "--extra_columns_to_keep", "maybe"]  # fmt: skip
     assert main(args) == 0
     return out, records, avro
 
@@ -125,7 +125,8 @@ def test_every_tensor_round_trips_through_tensorflow(run):
                 "sv": sv.tolist(),
                 "tagA": int(batch["tagA"][i]),
                 "color": batch["color"][i].numpy().decode(),
-                "maybe": batch["maybe"][i].numpy().decode(),
+                "maybeOrNone": batch["maybeOrNone"][i].numpy().decode(),
+                "maybe": [v.decode() for v in batch["maybe"][i].numpy().tolist()],
                 "terms": [t.decode() for t in batch["terms"][i].numpy().tolist()],
                 "half": float(batch["half"][i]),
             }
@@ -142,7 +143,8 @@ def test_every_tensor_round_trips_through_tensorflow(run):
         assert got["sv"] == dense
         assert got["tagA"] == r["tags"].get("a", -1)
         assert got["color"] == r["color"]
-        assert got["maybe"] == (r["maybe"] or "none")
+        assert got["maybeOrNone"] == (r["maybe"] or "none")
+        assert got["maybe"] == ([] if r["maybe"] is None else [r["maybe"]])  # extra column, kept raw
         assert got["terms"] == [w["term"] for w in r["words"]]
         assert got["half"] == r["id"] / 2
 
@@ -155,6 +157,16 @@ def test_metadata_and_dead_letters(run):
         "numRecords": 39,
         "badRecords": 1,
     }
+    assert metadata["extraColumns"] == [
+        {
+            "name": "maybe",
+            "dtype": "string",
+            "shape": [-1],
+            "layout": "ragged",
+            "featureKeys": {"maybe": "string"},
+            "parse": {"type": "RaggedFeature", "valueKey": "maybe", "dtype": "string", "partitions": []},
+        }
+    ]
     grid = metadata["features"][1]
     assert grid["featureKeys"] == {"grid": "float32", "grid/row_lengths_1": "int64"}
     lines = (out / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text().splitlines()

@@ -314,3 +314,37 @@ def test_provenance():
     assert order_key(batch) < order_key(with_source(batch, "gs://b/x.avro", 2048))
     untagged = pa.RecordBatch.from_pydict({"a": np.arange(2)})
     assert order_key(untagged, b"abc") == order_key(untagged, b"abc") != order_key(untagged, b"abd")
+
+
+@pytest.mark.parametrize(
+    ("arrow_type", "dtype", "shape"),
+    [
+        (pa.int32(), "long", (-1,)),
+        (pa.float32(), "double", (-1,)),
+        (pa.bool_(), "boolean", (-1,)),
+        (pa.string(), "string", (-1,)),
+        (pa.binary(), "bytes", (-1,)),
+        (pa.list_(pa.list_(pa.int64())), "long", (-1, -1)),
+    ],
+)
+def test_layout_for_extra_columns(arrow_type, dtype, shape):
+    from beam_tensorize.kernels.features import layout_for_column
+
+    layout = layout_for_column("c", arrow_type)
+    assert (layout.dtype, layout.shape, layout.kind) == (dtype, shape, "ragged")
+
+
+def test_layout_for_extra_column_rejects_records():
+    from beam_tensorize.kernels.features import layout_for_column
+
+    with pytest.raises(FeatureDataError, match="extra column 'm' is map<string, int64>"):
+        layout_for_column("m", pa.map_(pa.string(), pa.int64()))
+
+
+def test_extract_keeps_extra_columns():
+    config = parse_config({"features": [{"outputTensorInfo": {"name": "u", "dtype": "long"}}]})
+    batch = pa.RecordBatch.from_pydict({"u": [1], "Weight": [0.5]})
+    out = extract_tensors(batch, config.tensors, ["weight"])
+    assert out.to_pydict() == {"u": [1], "weight": [0.5]}
+    with pytest.raises(ExtractError, match="extra column 'nope': no field 'nope'"):
+        extract_tensors(batch, config.tensors, ["nope"])

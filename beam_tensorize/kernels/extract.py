@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
-from beam_tensorize.config.expr import root_columns
+from beam_tensorize.config.expr import Path, root_columns
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.expressions import ExpressionEvalError, evaluate
 from beam_tensorize.kernels.ntv import select_ntv
@@ -27,12 +27,16 @@ class ExtractError(ValueError):
     """A tensor's expression does not fit the input data; names the tensor and its config path."""
 
 
-def extract_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> pa.RecordBatch:
+def extract_tensors(
+    batch: pa.RecordBatch, tensors: Sequence[TensorConfig], extra_columns: Sequence[str] = ()
+) -> pa.RecordBatch:
     """Evaluate every tensor's input on `batch` (and tokenize it where the config says so).
 
     Args:
         batch: input rows (e.g. decoded Avro records).
         tensors: the tensors to compute, in output order.
+        extra_columns: input columns to keep as they are, after the tensors (Avro2TF's
+            extra columns to keep).
 
     Returns:
         A batch with one column per tensor, named by tensor, keeping `batch`'s schema metadata
@@ -57,7 +61,14 @@ def extract_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> p
             raise ExtractError(
                 f"{tensor.json_path}.inputFeatureInfo ({tensor.name!r}): {what}: {err}"
             ) from err
-    schema = pa.schema([pa.field(t.name, c.type) for t, c in zip(tensors, columns)])
+    names = [t.name for t in tensors]
+    for name in extra_columns:
+        try:
+            columns.append(evaluate(Path((name,)), batch))
+        except ExpressionEvalError as err:
+            raise ExtractError(f"extra column {name!r}: {err}") from err
+        names.append(name)
+    schema = pa.schema([pa.field(n, c.type) for n, c in zip(names, columns)])
     return pa.RecordBatch.from_arrays(columns, schema=schema.with_metadata(batch.schema.metadata))
 
 

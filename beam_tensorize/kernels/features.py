@@ -42,6 +42,7 @@ __all__ = [
     "FeatureDataError",
     "FeatureLayout",
     "is_hashed_ntv",
+    "layout_for_column",
     "layout_of",
     "to_feature_columns",
 ]
@@ -142,6 +143,34 @@ def layout_of(tensor: TensorConfig) -> FeatureLayout:
         kind = "sparse" if out.is_sparse or out.dtype == "sparseVector" else "fixed_len"
         return FeatureLayout(out.name, "float", (size,), kind, "float32")
     return FeatureLayout.for_tensor(out.name, out.dtype, out.shape, out.is_sparse)
+
+
+def layout_for_column(name: str, column_type: pa.DataType) -> FeatureLayout:
+    """How a raw input column kept as an extra column is stored, from its Arrow type.
+
+    Integers -> long, floating point -> double, booleans -> boolean, strings -> string,
+    binary -> bytes; every list level is a `-1` dimension, and a scalar is stored with shape
+    `[-1]` too, so a null becomes an empty list instead of a bad record.
+
+    Raises:
+        FeatureDataError: the type (record, map, ...) has no Example form.
+    """
+    depth, leaf = _depth(column_type), _leaf_type(column_type)
+    if pa.types.is_boolean(leaf):
+        dtype = "boolean"
+    elif pa.types.is_integer(leaf):
+        dtype = "long"
+    elif pa.types.is_floating(leaf) or pa.types.is_decimal(leaf):
+        dtype = "double"
+    elif pa.types.is_string(leaf) or pa.types.is_large_string(leaf):
+        dtype = "string"
+    elif pa.types.is_binary(leaf) or pa.types.is_large_binary(leaf) or pa.types.is_fixed_size_binary(leaf):
+        dtype = "bytes"
+    else:
+        raise FeatureDataError(
+            f"extra column {name!r} is {column_type}, which a tf.train.Example cannot hold"
+        )
+    return FeatureLayout.for_tensor(name, dtype, (-1,) * max(depth, 1), False)
 
 
 @dataclasses.dataclass

@@ -482,7 +482,13 @@ def hash_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> pa.R
             several hash functions), naming the tensor.
     """
     columns, fields = [], []
-    for tensor, field, column in zip(tensors, batch.schema, batch.columns):
+    by_name = {t.name: t for t in tensors}
+    for field, column in zip(batch.schema, batch.columns):
+        tensor = by_name.get(field.name)
+        if tensor is None:  # an extra column kept as it is
+            columns.append(column)
+            fields.append(field)
+            continue
         hash_info = tensor.input.transform_config.hash_info
         if hash_info is not None:
             column = _hash_tensor(tensor, hash_info, column)

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.features import FeatureLayout, layout_of
@@ -124,6 +124,7 @@ def build_metadata(
     list_paths: Mapping[str, str] | None = None,
     record_type: str = "Example",
     compression: str = "none",
+    extra_columns: Sequence[FeatureLayout] = (),
 ) -> dict:
     """The metadata document for `config`.
 
@@ -134,6 +135,7 @@ def build_metadata(
         list_paths: where each feature list is, relative to the output folder.
         record_type: the TFRecord payload type.
         compression: "none" or "gzip".
+        extra_columns: how the input columns kept as they are were stored.
 
     Returns:
         A JSON-serialisable dict.
@@ -150,7 +152,19 @@ def build_metadata(
         "compression": compression.upper() if compression != "none" else "NONE",
         "features": [entry(t) for t in config.features],
         "labels": [entry(t) for t in config.labels],
+        "extraColumns": [_extra_entry(layout) for layout in extra_columns],
         "data": {name: dict(info) for name, info in sorted((splits or {}).items())},
+    }
+
+
+def _extra_entry(layout: FeatureLayout) -> dict:
+    return {
+        "name": layout.name,
+        "dtype": layout.dtype,
+        "shape": list(layout.shape),
+        "layout": layout.kind,
+        "featureKeys": _feature_keys(layout),
+        "parse": _parse_entry(layout),
     }
 
 

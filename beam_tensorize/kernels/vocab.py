@@ -202,7 +202,13 @@ def apply_feature_lists(
         KeyError: a tensor needs a list that `lists` does not have.
     """
     columns, fields = [], []
-    for tensor, field, column in zip(tensors, batch.schema, batch.columns):
+    by_name = {t.name: t for t in tensors}
+    for field, column in zip(batch.schema, batch.columns):
+        tensor = by_name.get(field.name)
+        if tensor is None:  # an extra column kept as it is
+            columns.append(column)
+            fields.append(field)
+            continue
         if uses_feature_list(tensor, column.type):
             if tensor.name not in lists:
                 raise KeyError(f"no feature list for tensor {tensor.name!r}")

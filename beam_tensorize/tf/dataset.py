@@ -50,7 +50,8 @@ def _feature(entry: Mapping):
 
 def parse_spec(metadata: Mapping, include_labels: bool = True) -> dict:
     """`{tensor name: tf.io.*Feature}` for `tf.io.parse_example`, built from the metadata."""
-    entries = list(metadata["features"]) + (list(metadata["labels"]) if include_labels else [])
+    entries = list(metadata["features"]) + list(metadata.get("extraColumns", []))
+    entries += list(metadata["labels"]) if include_labels else []
     return {entry["name"]: _feature(entry) for entry in entries}
 
 

@@ -13,7 +13,7 @@ from apache_beam.metrics import Metrics
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.example_encoder import encode_examples
-from beam_tensorize.kernels.features import FeatureLayout, layout_of, to_feature_columns
+from beam_tensorize.kernels.features import FeatureLayout, layout_for_column, layout_of, to_feature_columns
 from beam_tensorize.kernels.provenance import describe_row
 
 __all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples", "dead_letter_json"]
@@ -33,7 +33,8 @@ class EncodeExamples(beam.PTransform):
     `SerializeToString(deterministic=True)`). Rows that cannot be stored under their tensor
     config (null dense value, wrong length for a fixed dimension, overflow, ...) are counted
     (`beam_tensorize/bad_records`) and sent to the `dead_letters` output as dicts with their
-    source location, the reason and the tensor values.
+    source location, the reason and the tensor values. Columns that are not tensors (extra
+    columns kept from the input) are stored by their Arrow type (see `layout_for_column`).
 
     Args:
         config: the parsed config.
@@ -71,7 +72,9 @@ class _EncodeExamplesFn(beam.DoFn):
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, batch: pa.RecordBatch):
-        result = to_feature_columns(batch, self._layouts)
+        known = {layout.name for layout in self._layouts}
+        extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
+        result = to_feature_columns(batch, self._layouts + tuple(extra))
         serialized = encode_examples(result.features)
         schema = pa.schema([pa.field(SERIALIZED_COLUMN, serialized.type)], metadata=batch.schema.metadata)
         yield pa.RecordBatch.from_arrays([serialized], schema=schema)

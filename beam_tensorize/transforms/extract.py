@@ -19,6 +19,7 @@ class ExtractFeatures(beam.PTransform):
     Args:
         config: the parsed config; every feature and label is computed.
         tensors: optional subset of `config.tensors` to compute instead.
+        extra_columns: input columns to keep as they are (after the tensor columns).
 
     The output batches have one column per tensor, named by tensor, and keep the input
     batches' source tags. An expression that does not fit the input schema fails the step
@@ -34,17 +35,27 @@ class ExtractFeatures(beam.PTransform):
         ...     tensors = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config)
     """
 
-    def __init__(self, config: TensorizeConfig, tensors: Sequence[TensorConfig] | None = None):
+    def __init__(
+        self,
+        config: TensorizeConfig,
+        tensors: Sequence[TensorConfig] | None = None,
+        extra_columns: Sequence[str] = (),
+    ):
         super().__init__()
         self._tensors = tuple(config.tensors if tensors is None else tensors)
+        self._extra = tuple(extra_columns)
+        clash = set(self._extra) & {t.name for t in self._tensors}
+        if clash:
+            raise ValueError(f"extra columns {sorted(clash)} have the names of tensors")
 
     def expand(self, batches):
-        return batches | "ExtractTensors" >> beam.ParDo(_ExtractTensorsFn(self._tensors))
+        return batches | "ExtractTensors" >> beam.ParDo(_ExtractTensorsFn(self._tensors, self._extra))
 
 
 class _ExtractTensorsFn(beam.DoFn):
-    def __init__(self, tensors: tuple[TensorConfig, ...]):
+    def __init__(self, tensors: tuple[TensorConfig, ...], extra: tuple[str, ...]):
         self._tensors = tensors
+        self._extra = extra
 
     def process(self, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
-        yield extract_tensors(batch, self._tensors)
+        yield extract_tensors(batch, self._tensors, self._extra)

@@ -33,6 +33,8 @@ class EmitMetadata(beam.PTransform):
         feature_lists: optional PCollection of one dict `{tensor name: FeatureList}` used by
             the data; recorded in the metadata.
         write_feature_lists: also write them to `featureList/<tensor>` (train mode).
+        extra_columns: optional PCollection of one tuple of `FeatureLayout`s, how the extra
+            input columns were stored.
 
     Returns (from `expand`): a PCollection of one element, the metadata file's path.
 
@@ -52,6 +54,7 @@ class EmitMetadata(beam.PTransform):
         compression: str = "none",
         feature_lists=None,
         write_feature_lists: bool = False,
+        extra_columns=None,
     ):
         super().__init__()
         self._config = config
@@ -59,11 +62,20 @@ class EmitMetadata(beam.PTransform):
         self._compression = compression
         self._feature_lists = feature_lists
         self._write_lists = write_feature_lists
+        self._extra = extra_columns
 
     def expand(self, splits):
-        lists = () if self._feature_lists is None else (beam.pvalue.AsSingleton(self._feature_lists),)
+        pipeline = splits.pipeline
+        lists = self._feature_lists or pipeline | "NoFeatureLists" >> beam.Create([{}])
+        extra = self._extra or pipeline | "NoExtraColumns" >> beam.Create([()])
         return splits | "WriteMetadata" >> beam.Map(
-            _write_metadata, self._config, self._output_dir, self._compression, self._write_lists, *lists
+            _write_metadata,
+            self._config,
+            self._output_dir,
+            self._compression,
+            self._write_lists,
+            beam.pvalue.AsSingleton(lists),
+            beam.pvalue.AsSingleton(extra),
         )
 
 
@@ -73,8 +85,8 @@ def read_metadata(output_dir: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def _write_metadata(splits, config, output_dir, compression, write_lists, lists=None) -> str:
-    lists = dict(lists or {})
+def _write_metadata(splits, config, output_dir, compression, write_lists, lists, extra) -> str:
+    lists = dict(lists)
     if write_lists:
         paths = write_feature_lists(lists, output_dir)
     else:
@@ -84,7 +96,7 @@ def _write_metadata(splits, config, output_dir, compression, write_lists, lists=
     if previous:
         for name, info in previous.get("data", {}).items():
             data.setdefault(name, info)
-    document = build_metadata(config, data, lists, paths, compression=compression)
+    document = build_metadata(config, data, lists, paths, compression=compression, extra_columns=extra)
     path = posixpath.join(output_dir, METADATA_FILE)
     write_text_atomically(path, metadata_json(document))
     _LOGGER.info("Wrote %s", path)

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
+from beam_tensorize.kernels.features import layout_for_column
 from beam_tensorize.transforms.encode import EncodeExamples, dead_letter_json
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
@@ -75,6 +76,8 @@ class Tensorize(beam.PTransform):
             entry per line) used instead of building / loading them; a file named after no
             tensor is an error.
         filter_zeros: drop zero values from NTV sparse vectors.
+        extra_columns: input columns written as they are beside the tensors (stored by their
+            Arrow type, see `beam_tensorize.kernels.features.layout_for_column`).
 
     Example:
         >>> import apache_beam as beam
@@ -99,6 +102,7 @@ class Tensorize(beam.PTransform):
         shared_feature_lists: Sequence[Sequence[str]] = (),
         external_feature_lists: str | None = None,
         filter_zeros: bool = False,
+        extra_columns: Sequence[str] = (),
     ):
         super().__init__()
         if execution_mode not in SPLIT_FOLDERS:
@@ -114,6 +118,7 @@ class Tensorize(beam.PTransform):
         self._external = external_feature_lists
         self._filter_zeros = filter_zeros
         self._mode = execution_mode
+        self._extra = tuple(extra_columns)
         self._config = config
         self._output_dir = output_dir.rstrip("/")
         self._split = SPLIT_FOLDERS[execution_mode]
@@ -123,15 +128,22 @@ class Tensorize(beam.PTransform):
         self._max_bad_ratio = max_bad_records_ratio
 
     @staticmethod
-    def input_columns(config: TensorizeConfig) -> list[str]:
+    def input_columns(config: TensorizeConfig, extra_columns: Sequence[str] = ()) -> list[str]:
         """Top-level input columns the config reads (pass to `ReadAvro(columns=...)`)."""
-        return input_columns(config.tensors)
+        return sorted(set(input_columns(config.tensors)) | set(extra_columns))
 
     def expand(self, batches):
         out, split, config = self._output_dir, self._split, self._config
         pipeline = batches.pipeline
         hashed = (
-            batches | "ExtractFeatures" >> ExtractFeatures(config) | "HashFeatures" >> HashFeatures(config)
+            batches
+            | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=self._extra)
+            | "HashFeatures" >> HashFeatures(config)
+        )
+        extra_layouts = (
+            hashed
+            | "ExtraColumnTypes" >> beam.Map(_extra_layouts, self._extra)
+            | "OneLayoutEach" >> beam.CombineGlobally(_first_layouts)
         )
         names = config.tensor_names
         external = (
@@ -193,12 +205,27 @@ class Tensorize(beam.PTransform):
             _describe_split, split, beam.pvalue.AsSingleton(counts)
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
-            config, out, self._compression, feature_lists=lists, write_feature_lists=self._mode == "train"
+            config,
+            out,
+            self._compression,
+            feature_lists=lists,
+            write_feature_lists=self._mode == "train",
+            extra_columns=extra_layouts,
         )
         result = metadata | "WriteSuccess" >> beam.Map(
             _write_success, out, split, beam.pvalue.AsSingleton(splits)
         )
         return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
+
+
+def _extra_layouts(batch, names: tuple[str, ...]) -> tuple:
+    return tuple(layout_for_column(n, batch.schema.field(n).type) for n in names)
+
+
+def _first_layouts(candidates) -> tuple:
+    """The extra columns' layouts, the same on every runner whatever batch came first."""
+    found = [c for c in candidates if c]
+    return min(found, key=repr) if found else ()
 
 
 def _check_bad_ratio(good: int, bad: int, unused_files, max_ratio: float, out: str, split: str) -> dict:
