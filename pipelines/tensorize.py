@@ -196,7 +196,13 @@ def _print_help() -> None:
 def _summary(settings: dict, options: TensorizeOptions, result) -> str:
     output = settings["output"]
     metadata = read_metadata(output) or {}
-    tensors = [t["name"] for t in metadata.get("features", []) + metadata.get("labels", [])]
+    entries = metadata.get("features", []) + metadata.get("labels", [])
+    tensors = [t["name"] for t in entries]
+    lists = [
+        f"{t['featureList']['path']} ({t['featureList']['size']} entries)"
+        for t in entries
+        if "featureList" in t
+    ]
     split = SPLIT_FOLDERS[options.execution_mode]
     data = metadata.get("data", {}).get(split, {})
     rows_read = None
@@ -211,6 +217,7 @@ def _summary(settings: dict, options: TensorizeOptions, result) -> str:
         f"  rows written:  {data.get('numRecords', 'n/a')}  (bad records: {data.get('badRecords', 'n/a')})",
         f"  tensors:       {', '.join(tensors)}",
         f"  files:         {', '.join(posixpath.join(split, f) for f in data.get('files', []))}",
+        f"  feature lists: {', '.join(lists) if lists else 'none'}",
         f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
     ]
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -49,11 +50,12 @@ def _parsed_rows(output_dir, split="train"):
         for i in range(size):
             row = {}
             for name, value in batch.items():
-                item = value[i]
-                if isinstance(item, tf.RaggedTensor):
+                item = None if isinstance(value, tf.SparseTensor) else value[i]
+                if isinstance(value, tf.SparseTensor):
+                    part = tf.sparse.slice(value, [i, 0], [1, value.dense_shape[1]])
+                    item = dict(zip(part.indices[:, 1].numpy().tolist(), part.values.numpy().tolist()))
+                elif isinstance(item, tf.RaggedTensor):
                     item = item.to_list()
-                elif isinstance(value, tf.SparseTensor):
-                    raise AssertionError("no sparse tensors expected here")
                 else:
                     item = item.numpy()
                     item = item.tolist() if item.ndim else item.item()
@@ -63,7 +65,15 @@ def _parsed_rows(output_dir, split="train"):
 
 
 def test_sample_run_layout(sample_run):
-    assert sorted(os.listdir(sample_run)) == ["_SUCCESS", "deadLetters", "metadata", "trainingData"]
+    assert sorted(os.listdir(sample_run)) == [
+        "_SUCCESS",
+        "deadLetters",
+        "featureList",
+        "metadata",
+        "trainingData",
+    ]
+    assert sorted(os.listdir(sample_run / "featureList")) == ["genreIds", "genreVector"]
+    assert (sample_run / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text() == ""
     assert os.listdir(sample_run / "trainingData") == ["part-00000-of-00001.tfrecord"]
     metadata = json.loads((sample_run / "metadata" / "tensor_metadata.json").read_text())
     assert [t["name"] for t in metadata["features"]] == [
@@ -72,6 +82,9 @@ def test_sample_run_layout(sample_run):
         "genres",
         "movieLatentFactors",
         "numGenres",
+        "genreIds",
+        "genreVector",
+        "movieBucket",
     ]
     assert [t["name"] for t in metadata["labels"]] == ["response"]
     assert metadata["data"] == {
@@ -88,6 +101,13 @@ def test_sample_run_layout(sample_run):
 
 
 def test_sample_run_values_match_avro_row_by_row(sample_run, sample_records):
+    import tensorflow as tf
+
+    genre_list = (sample_run / "featureList" / "genreIds").read_text().splitlines()
+    ntv_list = (sample_run / "featureList" / "genreVector").read_text().splitlines()
+    counts = collections.Counter(g["term"] for r in sample_records for g in r["genreFeatures"])
+    assert genre_list == sorted(counts, key=lambda t: (-counts[t], t))
+    assert ntv_list == [f"Genre,{t}" for t in genre_list]
     rows = _parsed_rows(sample_run)
     assert len(rows) == len(sample_records) == 300
     for row, record in zip(rows, sample_records):  # one shard keeps input order
@@ -99,6 +119,11 @@ def test_sample_run_values_match_avro_row_by_row(sample_run, sample_records):
             np.array([f["value"] for f in record["movieLatentFactorFeatures"]], dtype=np.float32),
         )
         assert row["numGenres"] == len(record["genreFeatures"])
+        assert row["genreIds"] == [genre_list.index(g["term"]) for g in record["genreFeatures"]]
+        assert row["genreVector"] == {
+            ntv_list.index(f"Genre,{g['term']}"): 1.0 for g in record["genreFeatures"]
+        }
+        assert row["movieBucket"] == int(tf.strings.to_hash_bucket_fast([str(record["movieId"])], 1000)[0])
         assert row["response"] == float(np.float32(record["response"]))
 
 
@@ -114,9 +139,14 @@ def test_sample_run_twice_is_byte_identical_and_prints_a_summary(sample_run, tmp
     assert "Output written to tensorize_output" in summary
     assert "rows read:     300" in summary
     assert "rows written:  300  (bad records: 0)" in summary
-    assert "tensors:       userId, movieId, genres, movieLatentFactors, numGenres, response" in summary
+    assert (
+        "tensors:       userId, movieId, genres, movieLatentFactors, numGenres, genreIds, genreVector, "
+        "movieBucket, response" in summary
+    )
+    assert "feature lists: featureList/genreIds (19 entries), featureList/genreVector (19 entries)" in summary
     assert "files:         trainingData/part-00000-of-00001.tfrecord" in summary
-    for rel in ["trainingData/part-00000-of-00001.tfrecord", "metadata/tensor_metadata.json", "_SUCCESS"]:
+    for rel in ["trainingData/part-00000-of-00001.tfrecord", "metadata/tensor_metadata.json", "_SUCCESS",
+                "featureList/genreIds", "featureList/genreVector"]:  # fmt: skip
         assert (sample_run / rel).read_bytes() == (tmp_path / "first" / rel).read_bytes(), rel
 
 

@@ -80,8 +80,9 @@ def test_extract_and_encode_examples(sample_records):
     import tensorflow as tf
 
     config = load_config(SAMPLE_CONFIG)
+    plain = [t for t in config.tensors if t.name in ("movieId", "genres", "numGenres", "response")]
     with TestPipeline() as p:
-        out = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config) | EncodeExamples(config)
+        out = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config, plain) | EncodeExamples(config, plain)
         parsed = (
             out.examples
             | beam.FlatMap(lambda b: b.column("serialized").to_pylist())

@@ -2,6 +2,13 @@
 
 from beam_tensorize.transforms.encode import DEAD_LETTERS, EXAMPLES, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
+from beam_tensorize.transforms.feature_lists import (
+    ApplyFeatureLists,
+    BuildFeatureLists,
+    BuildVocab,
+    LoadFeatureLists,
+)
+from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata, read_metadata
 from beam_tensorize.transforms.tensorize import (
     EXECUTION_MODES,
@@ -15,9 +22,14 @@ __all__ = [
     "EXAMPLES",
     "EXECUTION_MODES",
     "SPLIT_FOLDERS",
+    "ApplyFeatureLists",
+    "BuildFeatureLists",
+    "BuildVocab",
     "EmitMetadata",
     "EncodeExamples",
     "ExtractFeatures",
+    "HashFeatures",
+    "LoadFeatureLists",
     "Tensorize",
     "TensorizeOutputs",
     "read_metadata",

@@ -49,11 +49,15 @@ class EncodeExamples(beam.PTransform):
         >>> from beam_tensorize.config import load_config
         >>> from beam_tensorize.io import ReadAvro
         >>> from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
-        >>> from beam_tensorize.transforms import ExtractFeatures
+        >>> from beam_tensorize.transforms import ApplyFeatureLists, BuildFeatureLists, ExtractFeatures, HashFeatures
         >>> config = load_config(SAMPLE_CONFIG)
         >>> with beam.Pipeline() as p:
-        ...     out = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config) | EncodeExamples(config)
-        ...     n = out.examples | beam.Map(lambda b: b.num_rows) | beam.CombineGlobally(sum)
+        ...     tensors = p | ReadAvro(SAMPLE_AVRO) | ExtractFeatures(config) | HashFeatures(config)
+        ...     lists = tensors | BuildFeatureLists(config)
+        ...     out = tensors | ApplyFeatureLists(config, lists) | EncodeExamples(config)
+        ...     _ = (out.examples | beam.Map(lambda b: b.num_rows) | beam.CombineGlobally(sum)
+        ...          | beam.Map(print))
+        300
     """
 
     def __init__(self, config: TensorizeConfig, tensors: Sequence[TensorConfig] | None = None):

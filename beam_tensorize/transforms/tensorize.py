@@ -10,6 +10,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.io.files import write_text_atomically
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
 from beam_tensorize.kernels.features import layout_for_column
@@ -32,6 +33,7 @@ __all__ = ["EXECUTION_MODES", "SPLIT_FOLDERS", "Tensorize", "TensorizeOutputs"]
 SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
 EXECUTION_MODES = tuple(SPLIT_FOLDERS)
 DEAD_LETTER_FOLDER = "deadLetters"
+DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
 
 
 class TensorizeOutputs(NamedTuple):
@@ -172,22 +174,23 @@ class Tensorize(beam.PTransform):
             | "SumGood" >> beam.CombineGlobally(sum)
         )
         bad = encoded.dead_letters | "CountBad" >> beam.combiners.Count.Globally()
+        dead_letter_lines = encoded.dead_letters | "DeadLetterJson" >> beam.Map(
+            lambda d: (0, dead_letter_json(d))
+        )
+        no_lines = pipeline | "NoDeadLetters" >> beam.Create([(0, None)])  # the file exists even when empty
         dead_letter_files = (
-            encoded.dead_letters
-            | "DeadLetterJson" >> beam.Map(dead_letter_json)
+            (dead_letter_lines, no_lines)
+            | "AllDeadLetters" >> beam.Flatten()
+            | "OneDeadLetterFile" >> beam.GroupByKey()
             | "WriteDeadLetters"
-            >> beam.io.WriteToText(
-                posixpath.join(out, DEAD_LETTER_FOLDER, split, "part"),
-                file_name_suffix=".jsonl",
-                num_shards=1,
-            )
+            >> beam.Map(_write_dead_letters, posixpath.join(out, DEAD_LETTER_FOLDER, split))
         )
         # The check waits for the dead letters to be written, so they are there to inspect
         # even when it fails the job.
         counts = good | "CheckBadRatio" >> beam.Map(
             _check_bad_ratio,
             beam.pvalue.AsSingleton(bad),
-            beam.pvalue.AsList(dead_letter_files),
+            beam.pvalue.AsSingleton(dead_letter_files),
             self._max_bad_ratio,
             out,
             split,
@@ -226,6 +229,14 @@ def _first_layouts(candidates) -> tuple:
     """The extra columns' layouts, the same on every runner whatever batch came first."""
     found = [c for c in candidates if c]
     return min(found, key=repr) if found else ()
+
+
+def _write_dead_letters(grouped, folder: str) -> str:
+    """All bad records of the run as sorted JSON lines in one file (replacing an older one)."""
+    lines = sorted(line for line in grouped[1] if line is not None)
+    path = posixpath.join(folder, DEAD_LETTER_FILE)
+    write_text_atomically(path, "".join(f"{line}\n" for line in lines))
+    return path
 
 
 def _check_bad_ratio(good: int, bad: int, unused_files, max_ratio: float, out: str, split: str) -> dict:
