@@ -269,3 +269,26 @@ def test_tensorize_within_bad_ratio_commits(tmp_path):
         assert_that(out.result | beam.Map(lambda r: (r["numRecords"], r["badRecords"])), equal_to([(3, 1)]))
     assert (tmp_path / "_SUCCESS").exists()
     assert len(_records(tmp_path / "trainingData" / "part-00000-of-00001.tfrecord")) == 3
+
+
+def test_feature_list_groups_and_merge_checks():
+    from beam_tensorize.kernels.vocab import FeatureList
+    from beam_tensorize.transforms.feature_lists import feature_list_groups, merge_feature_lists
+
+    config = load_config(os.path.join(os.path.dirname(SAMPLE_AVRO), "avro2tf_config.json"))
+    keys = feature_list_groups(config, [["genreFeatures_term", "genreFeatures"]])
+    assert keys["genreFeatures"] == keys["genreFeatures_term"] == "genreFeatures"
+    assert "movieId_hashed" not in keys and keys["userId"] == "userId"
+    with pytest.raises(ValueError, match="tensor 'movieId_hashed' is hashed"):
+        feature_list_groups(config, [["genreFeatures", "movieId_hashed"]])
+    with pytest.raises(ValueError, match="in two groups"):
+        feature_list_groups(config, [["genreFeatures", "userId"], ["userId", "genreFeatures_term"]])
+    external = {"genreFeatures_term": FeatureList(("Drama",))}
+    merged = merge_feature_lists({"genreFeatures_term": FeatureList(("Comedy",), (3,))}, external, config)
+    assert merged["genreFeatures_term"] == FeatureList(("Drama",), None, False)
+    with pytest.raises(ValueError, match="has an external feature list and is in a group"):
+        merge_feature_lists({}, external, config, [["genreFeatures_term", "genreFeatures"]])
+    with pytest.raises(
+        ValueError, match="external feature list for tensor 'movieId_hashed', which uses no feature list"
+    ):
+        merge_feature_lists({}, {"movieId_hashed": FeatureList(("1",))}, config)

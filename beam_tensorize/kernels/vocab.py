@@ -42,6 +42,7 @@ __all__ = [
     "order_feature_list",
     "partial_counts",
     "uses_feature_list",
+    "vocab_array",
 ]
 
 
@@ -185,10 +186,18 @@ def partial_counts(
         yield from (((key, entry), count) for entry, count in count_entries(entries_of(column)).items())
 
 
+def vocab_array(feature_list: FeatureList | Sequence[str] | pa.Array) -> pa.Array:
+    """A feature list's entries as an Arrow string array (for lookups)."""
+    if isinstance(feature_list, pa.Array):
+        return feature_list
+    entries = feature_list.entries if isinstance(feature_list, FeatureList) else feature_list
+    return pa.array(list(entries), pa.string())
+
+
 def apply_feature_lists(
     batch: pa.RecordBatch,
     tensors: Sequence[TensorConfig],
-    lists: Mapping[str, FeatureList | Sequence[str]],
+    lists: Mapping[str, FeatureList | Sequence[str] | pa.Array],
     filter_zeros: bool = False,
 ) -> pa.RecordBatch:
     """Replace text and NTV tensor columns by feature-list indices.
@@ -212,9 +221,7 @@ def apply_feature_lists(
         if uses_feature_list(tensor, column.type):
             if tensor.name not in lists:
                 raise KeyError(f"no feature list for tensor {tensor.name!r}")
-            feature_list = lists[tensor.name]
-            entries = feature_list.entries if isinstance(feature_list, FeatureList) else feature_list
-            vocab = pa.array(list(entries), pa.string())
+            vocab = vocab_array(lists[tensor.name])
             if is_ntv(column.type):
                 column, field = _apply_ntv(tensor, column, vocab, filter_zeros)
             else:

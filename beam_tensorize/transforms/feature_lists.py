@@ -20,6 +20,7 @@ from beam_tensorize.kernels.vocab import (
     may_use_feature_list,
     order_feature_list,
     partial_counts,
+    vocab_array,
 )
 
 __all__ = [
@@ -198,9 +199,16 @@ class _ApplyFeatureListsFn(beam.DoFn):
         self._tensors = tensors
         self._filter_zeros = filter_zeros
 
+    def setup(self):
+        self._seen = None
+        self._vocab: dict[str, pa.Array] = {}
+
     def process(self, batch: pa.RecordBatch, lists: Mapping[str, FeatureList]):
+        if lists is not self._seen:  # the runner hands the same side input to later bundles
+            self._vocab = {name: vocab_array(fl) for name, fl in lists.items()}
+            self._seen = lists
         try:
-            yield apply_feature_lists(batch, self._tensors, lists, self._filter_zeros)
+            yield apply_feature_lists(batch, self._tensors, self._vocab, self._filter_zeros)
         except KeyError as err:
             raise ValueError(
                 f"{err.args[0]}: build it in train mode first, or give it as an external feature list"
