@@ -32,8 +32,9 @@ from beam_tensorize.kernels.avro import (
     read_avro_batches,
     read_header,
 )
+from beam_tensorize.sample import SAMPLE_AVRO
 
-MOVIELENS = Path("/work/shared/data/avro2tf-movielens/trainSmall.avro")
+MOVIELENS = Path(SAMPLE_AVRO)  # the Avro2TF MovieLens test input, bundled with the package
 UTC = datetime.timezone.utc
 
 
@@ -1133,3 +1134,35 @@ def test_interleaved_readers_share_one_file_object(tmp_path, chunk):
         for a, b in itertools.zip_longest(first, second):
             got += [x for x in (a, b) if x is not None]
     assert sorted(got, key=lambda b: b.offset) == blocks
+
+
+def test_nested_projection_keeps_only_the_named_fields():
+    with open(MOVIELENS, "rb") as f:
+        records = list(fastavro.reader(f))
+    with open(MOVIELENS, "rb") as f:
+        batches = list(
+            read_avro_batches(
+                f, MOVIELENS, columns=["movieLatentFactorFeatures.value", "genreFeatures.TERM", "userId"]
+            )
+        )
+    batch = pa.concat_batches(batches)
+    assert batch.schema.names == ["movieLatentFactorFeatures", "genreFeatures", "userId"]
+    assert batch.schema.field("genreFeatures").type.value_type.names == ["term"]
+    assert batch.column("genreFeatures").to_pylist()[0] == [
+        {"term": g["term"]} for g in records[0]["genreFeatures"]
+    ]
+    values = [[{"value": v["value"]} for v in r["movieLatentFactorFeatures"]] for r in records]
+    assert batch.column("movieLatentFactorFeatures").to_pylist() == values
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        (["genreFeatures.nope"], "genreFeatures has no field 'nope'; its fields: ['name', 'term', 'value']"),
+        (["userId.x"], "userId is int32, not a record: cannot select x in it"),
+    ],
+)
+def test_nested_projection_errors(columns, message):
+    with open(MOVIELENS, "rb") as f, pytest.raises(AvroFormatError) as err:
+        list(read_avro_batches(f, MOVIELENS, columns=columns))
+    assert message in str(err.value)

@@ -29,6 +29,7 @@ __all__ = [
     "Literal",
     "Path",
     "SUPPORTED_FUNCTIONS",
+    "column_paths",
     "parse_column_expr",
     "root_columns",
 ]
@@ -172,19 +173,24 @@ def parse_column_expr(text: str) -> Expr:
     return _convert(statements[0])
 
 
-def root_columns(expr: Expr) -> set[str]:
-    """The top-level input columns an expression reads (for column projection)."""
+def column_paths(expr: Expr) -> set[tuple[str, ...]]:
+    """Every column path an expression reads, e.g. `{("genreFeatures", "term")}`."""
     if isinstance(expr, Path):
-        return {expr.parts[0]}
+        return {expr.parts}
     if isinstance(expr, Literal):
         return set()
     if isinstance(expr, Index):
-        return root_columns(expr.base) | root_columns(expr.index)
+        return column_paths(expr.base) | column_paths(expr.index)
     if isinstance(expr, Cast):
-        return root_columns(expr.operand)
+        return column_paths(expr.operand)
     if isinstance(expr, BinaryOp):
-        return root_columns(expr.left) | root_columns(expr.right)
-    return set().union(*(root_columns(a) for a in expr.args))
+        return column_paths(expr.left) | column_paths(expr.right)
+    return set().union(*(column_paths(a) for a in expr.args))
+
+
+def root_columns(expr: Expr) -> set[str]:
+    """The top-level input columns an expression reads."""
+    return {path[0] for path in column_paths(expr)}
 
 
 def _unsupported(node: exp.Expression) -> ExprError:

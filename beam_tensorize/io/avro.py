@@ -36,8 +36,9 @@ class ReadAvro(beam.PTransform):
     Args:
         file_patterns: a glob or a list of globs (local, gs://, s3://, ...). A pattern that
             matches nothing fails the pipeline, naming the pattern.
-        columns: top-level columns to keep (matched exactly, else case-insensitively); None
-            keeps all.
+        columns: columns to keep (matched exactly, else case-insensitively), or dotted paths
+            into records (`genreFeatures.term`) to keep only those nested fields; None keeps
+            all.
         batch_rows: rows per output batch (a batch never spans two ranges).
         split_bytes: size of the byte ranges files are cut into.
 
@@ -115,7 +116,10 @@ class _ReadAvroRangeFn(beam.DoFn):
             columns = None
             if self._columns is not None:
                 columns = [_resolve_column(name, schema.names, path) for name in self._columns]
-            self._schemas[key] = avro.project_arrow_schema(schema, columns)
+            try:
+                self._schemas[key] = avro.project_arrow_schema(schema, columns)
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}") from None
         return self._schemas[key]
 
     def process(self, element: tuple[str, int, int]) -> Iterable[pa.RecordBatch]:
@@ -144,7 +148,12 @@ class _ReadAvroRangeFn(beam.DoFn):
         return with_source(batch, path, offset)
 
 
-def _resolve_column(name: str, available: list[str], path: str) -> str:
+def _resolve_column(column: str, available: list[str], path: str) -> str:
+    name, dot, nested = column.partition(".")
+    return _resolve_name(name, available, path) + dot + nested
+
+
+def _resolve_name(name: str, available: list[str], path: str) -> str:
     if name in available:
         return name
     folded = [n for n in available if n.lower() == name.lower()]

@@ -1131,22 +1131,99 @@ def _check_columns(columns: Sequence[str], available: list[str]) -> None:
 
 
 def project_arrow_schema(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
-    """Keeps only the given top-level columns of a schema, in the given order.
+    """Keeps only the given columns of a schema, in the given order.
+
+    A column is a top-level name, or a dotted path into records (`a.b.c`, through lists of
+    records too): then only those nested fields are kept. Avro names contain no dots, so a
+    path is never ambiguous. Paths into the same column merge in the column's own field order;
+    a path that is a prefix of another keeps the whole of it. Nested names match exactly, else
+    case-insensitively.
 
     Args:
         schema: the full schema.
-        columns: column names; None keeps the schema as it is.
+        columns: column names or dotted paths; None keeps the schema as it is.
 
     Returns:
         The projected schema (schema-level metadata is kept).
 
     Raises:
-        ValueError: a column is unknown (the message lists the available ones) or repeated.
+        ValueError: a column or nested field is unknown (the message lists the available ones),
+            or a column is repeated.
     """
     if columns is None:
         return schema
-    _check_columns(columns, schema.names)
-    return pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
+    if isinstance(columns, str):
+        raise TypeError(f"columns must be a sequence of column names, not the string {columns!r}")
+    tops: list[str] = []
+    nested: dict[str, list[tuple[str, ...]]] = {}
+    for column in columns:
+        top, *rest = column.split(".")
+        if top not in tops:
+            tops.append(top)
+        nested.setdefault(top, []).append(tuple(rest))
+    _check_columns(columns if all("." not in c for c in columns) else tops, schema.names)
+    fields = []
+    for top in tops:
+        field = schema.field(top)
+        fields.append(field.with_type(_prune_type(field.type, nested[top], top)))
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _prune_type(t: pa.DataType, paths: list[tuple[str, ...]], where: str) -> pa.DataType:
+    """`t` keeping only the nested fields on `paths` (an empty path keeps everything)."""
+    if any(not p for p in paths):
+        return t
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field
+        pruned = item.with_type(_prune_type(item.type, paths, where))
+        return pa.list_(pruned) if pa.types.is_list(t) else pa.large_list(pruned)
+    if not pa.types.is_struct(t):
+        raise ValueError(f"{where} is {t}, not a record: cannot select {'.'.join(paths[0])} in it")
+    names = [t.field(i).name for i in range(t.num_fields)]
+    wanted: dict[str, list[tuple[str, ...]]] = {}
+    for first, *rest in paths:
+        if first not in names:
+            folded = [n for n in names if n.lower() == first.lower()]
+            if len(folded) != 1:
+                raise ValueError(f"{where} has no field {first!r}; its fields: {names}")
+            first = folded[0]
+        wanted.setdefault(first, []).append(tuple(rest))
+    return pa.struct(
+        [
+            t.field(i).with_type(_prune_type(t.field(i).type, wanted[n], f"{where}.{n}"))
+            for i, n in enumerate(names)
+            if n in wanted
+        ]
+    )
+
+
+def _prune_like(raw: pa.DataType, final: pa.DataType, wanted: pa.DataType) -> pa.DataType:
+    """The raw (pre-view) type matching a pruned `wanted` version of `final`.
+
+    Raises:
+        ValueError: `wanted` is not `final` with nested fields left out.
+    """
+    if wanted == final:
+        return raw
+    if (pa.types.is_list(final) and pa.types.is_list(wanted)) or (
+        pa.types.is_large_list(final) and pa.types.is_large_list(wanted)
+    ):
+        item = raw.value_field.with_type(_prune_like(raw.value_type, final.value_type, wanted.value_type))
+        return pa.list_(item) if pa.types.is_list(final) else pa.large_list(item)
+    if pa.types.is_struct(final) and pa.types.is_struct(wanted):
+        fields = []
+        for i in range(wanted.num_fields):
+            name = wanted.field(i).name
+            index = final.get_field_index(name)
+            if index < 0:
+                raise ValueError(f"field {name!r} is not in {final}")
+            fields.append(
+                raw.field(index).with_type(
+                    _prune_like(raw.field(index).type, final.field(index).type, wanted.field(i).type)
+                )
+            )
+        return pa.struct(fields)
+    raise ValueError(f"{wanted} is not a projection of {final}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1171,6 +1248,12 @@ class _Plan:
         self.casts: list[pa.DataType | None] = []
         for f, wanted in zip(selected, arrow_schema):
             final, raw, convert = typer.field(f)
+            if convert is None and wanted.type != final.type:
+                try:  # a nested projection: convert only the kept fields to Arrow
+                    raw = raw.with_type(_prune_like(raw.type, final.type, wanted.type))
+                    final = final.with_type(wanted.type)
+                except ValueError:
+                    pass  # not a projection: cast after decoding
             raw_fields.append(raw)
             if convert is not None:
                 self.converters.append((f.name, convert))
@@ -1321,10 +1404,12 @@ def read_avro_batches(
         record = _parse(header.schema)
     except ValueError as e:
         raise AvroFormatError(path, str(e)) from None
+    tops = None
     if columns is not None:
-        _check_columns(columns, [fd.name for fd in record.fields])
+        tops = list(dict.fromkeys(c.split(".")[0] for c in columns))
+        _check_columns(tops, [fd.name for fd in record.fields])
     try:
-        arrow_schema = avro_schema_to_arrow(header.schema, columns)
+        arrow_schema = project_arrow_schema(avro_schema_to_arrow(header.schema, tops), columns)
     except ValueError as e:
         raise AvroFormatError(path, str(e)) from None
     for block in iter_blocks(f, header, path, start, end):

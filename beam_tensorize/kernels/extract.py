@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
-from beam_tensorize.config.expr import Path, root_columns
+from beam_tensorize.config.expr import Path, column_paths
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.expressions import ExpressionEvalError, evaluate
 from beam_tensorize.kernels.ntv import select_ntv
@@ -72,13 +72,19 @@ def extract_tensors(
     return pa.RecordBatch.from_arrays(columns, schema=schema.with_metadata(batch.schema.metadata))
 
 
-def input_columns(tensors: Iterable[TensorConfig]) -> list[str]:
-    """The top-level input columns the tensors read, sorted (for column projection)."""
-    names: set[str] = set()
+def input_columns(tensors: Iterable[TensorConfig], extra_columns: Iterable[str] = ()) -> list[str]:
+    """The input columns the tensors read, sorted, for column projection when reading.
+
+    A column read only through some of its nested fields appears as dotted paths
+    (`genreFeatures.term`), so the reader can leave the other fields out; a column read as a
+    whole (NTV `columnConfig`, `size(x)`, an extra column) appears by its name.
+    """
+    paths: set[tuple[str, ...]] = {(name,) for name in extra_columns}
     for tensor in tensors:
         info = tensor.input
         if info.column_config is not None:
-            names.update(selection.column for selection in info.column_config)
+            paths.update((selection.column,) for selection in info.column_config)
         else:
-            names.update(root_columns(info.column_expr_ast))
-    return sorted(names)
+            paths.update(column_paths(info.column_expr_ast))
+    kept = [p for p in paths if not any(q != p and p[: len(q)] == q for q in paths)]
+    return sorted(".".join(p) for p in kept)

@@ -132,7 +132,7 @@ class Tensorize(beam.PTransform):
     @staticmethod
     def input_columns(config: TensorizeConfig, extra_columns: Sequence[str] = ()) -> list[str]:
         """Top-level input columns the config reads (pass to `ReadAvro(columns=...)`)."""
-        return sorted(set(input_columns(config.tensors)) | set(extra_columns))
+        return input_columns(config.tensors, extra_columns)
 
     def expand(self, batches):
         out, split, config = self._output_dir, self._split, self._config
