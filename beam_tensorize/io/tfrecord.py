@@ -122,7 +122,9 @@ class WriteTFRecord(beam.PTransform):
                 _WriteShardFn(temp_dir, self._num_shards, self._compression),
                 beam.pvalue.AsSingleton(checked),
             )
-            | "AllShards" >> beam.combiners.ToList()
+            | "OneKey" >> beam.Map(lambda shard: (0, shard))
+            | "AllShards" >> beam.GroupByKey()
+            | "ShardList" >> beam.MapTuple(lambda _, shards: list(shards))
         )
         gate = () if self._commit_gate is None else (beam.pvalue.AsSingleton(self._commit_gate),)
         return written | "Commit" >> beam.Map(
@@ -181,14 +183,19 @@ def _write_chunks(fileobj, chunks) -> int:
     return count
 
 
-def _existing_files(directory: str) -> list[str]:
-    """Files under `directory` (recursively), ignoring the temporary area."""
+def _files_under(folder: str) -> list[str]:
+    """Files under `folder`, recursively (none if it does not exist)."""
     try:
-        matches = FileSystems.match([posixpath.join(directory, "**")])[0].metadata_list
+        matches = FileSystems.match([posixpath.join(folder, "**")])[0].metadata_list
     except Exception:  # noqa: BLE001 - a folder that does not exist has no files
         return []
+    return sorted(m.path for m in matches)
+
+
+def _existing_files(directory: str) -> list[str]:
+    """Files under `directory` (recursively), ignoring the temporary area."""
     prefix = posixpath.join(directory, _TEMP_FOLDER) + "/"
-    return sorted(m.path for m in matches if not m.path.replace("\\", "/").startswith(prefix))
+    return [p for p in _files_under(directory) if not p.replace("\\", "/").startswith(prefix)]
 
 
 def _check_target(directory: str, save_mode: str) -> str:
@@ -213,7 +220,7 @@ def _commit(written, directory: str, temp_dir: str, save_mode: str, write_succes
     FileSystems.rename([t for _, t, _ in written], [posixpath.join(directory, n) for n, _, _ in written])
     _delete_quietly(temp_dir)
     temp_root = posixpath.join(directory, _TEMP_FOLDER)
-    if not _existing_files_under(temp_root):
+    if not _files_under(temp_root):
         _delete_quietly(temp_root)
     if write_success:
         with FileSystems.create(posixpath.join(directory, SUCCESS_FILE)):
@@ -221,13 +228,6 @@ def _commit(written, directory: str, temp_dir: str, save_mode: str, write_succes
     total = sum(count for _, _, count in written)
     _LOGGER.info("Committed %d records in %d files to %s", total, len(written), directory)
     return {"directory": directory, "files": [name for name, _, _ in written], "numRecords": total}
-
-
-def _existing_files_under(folder: str) -> list[str]:
-    try:
-        return [m.path for m in FileSystems.match([posixpath.join(folder, "**")])[0].metadata_list]
-    except Exception:  # noqa: BLE001
-        return []
 
 
 def _delete_quietly(path: str) -> None:

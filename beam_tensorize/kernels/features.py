@@ -61,7 +61,6 @@ _VALUE_TYPES = {
     "bytes": "string",
     "sparseVector": "float32",
 }
-_ARROW_VALUE_TYPES = {"int64": pa.int64(), "float32": pa.float32(), "string": pa.binary()}
 
 
 class FeatureDataError(ValueError):

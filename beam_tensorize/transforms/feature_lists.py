@@ -127,20 +127,27 @@ class BuildFeatureLists(beam.PTransform):
         self._caps = caps
 
     def expand(self, batches):
-        return (
+        ordered = (
             batches
             | "CountInBatch" >> beam.FlatMap(partial_counts, self._tensors, self._keys)
             | "SumCounts" >> beam.CombinePerKey(sum)
             | "ByList" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
             | "GroupByList" >> beam.GroupByKey()
             | "OrderEntries" >> beam.Map(_order, self._caps)
-            | "AllLists" >> beam.combiners.ToDict()
-            | "PerTensor"
-            >> beam.Map(
-                lambda lists, keys: {name: lists[key] for name, key in keys.items() if key in lists},
-                self._keys,
-            )
+            | "OneKey" >> beam.Map(lambda keyed_list: (0, keyed_list))
         )
+        none_yet = batches.pipeline | "NoListsYet" >> beam.Create([(0, None)])  # a dict even for no input
+        return (
+            (ordered, none_yet)
+            | "Together" >> beam.Flatten()
+            | "AllLists" >> beam.GroupByKey()
+            | "PerTensor" >> beam.Map(_lists_per_tensor, self._keys)
+        )
+
+
+def _lists_per_tensor(grouped, keys: Mapping[str, str]) -> dict[str, FeatureList]:
+    lists = dict(kl for kl in grouped[1] if kl is not None)
+    return {name: lists[key] for name, key in keys.items() if key in lists}
 
 
 BuildVocab = BuildFeatureLists

@@ -65,17 +65,18 @@ class EmitMetadata(beam.PTransform):
         self._extra = extra_columns
 
     def expand(self, splits):
-        pipeline = splits.pipeline
-        lists = self._feature_lists or pipeline | "NoFeatureLists" >> beam.Create([{}])
-        extra = self._extra or pipeline | "NoExtraColumns" >> beam.Create([()])
+        side_inputs = {}
+        if self._feature_lists is not None:
+            side_inputs["lists"] = beam.pvalue.AsSingleton(self._feature_lists)
+        if self._extra is not None:
+            side_inputs["extra"] = beam.pvalue.AsSingleton(self._extra)
         return splits | "WriteMetadata" >> beam.Map(
             _write_metadata,
             self._config,
             self._output_dir,
             self._compression,
             self._write_lists,
-            beam.pvalue.AsSingleton(lists),
-            beam.pvalue.AsSingleton(extra),
+            **side_inputs,
         )
 
 
@@ -85,8 +86,8 @@ def read_metadata(output_dir: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def _write_metadata(splits, config, output_dir, compression, write_lists, lists, extra) -> str:
-    lists = dict(lists)
+def _write_metadata(splits, config, output_dir, compression, write_lists, lists=None, extra=()) -> str:
+    lists = dict(lists or {})
     if write_lists:
         paths = write_feature_lists(lists, output_dir)
     else:

@@ -34,6 +34,7 @@ SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test"
 EXECUTION_MODES = tuple(SPLIT_FOLDERS)
 DEAD_LETTER_FOLDER = "deadLetters"
 DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
+_GOOD, _BAD = "good", "bad"
 
 
 class TensorizeOutputs(NamedTuple):
@@ -142,58 +143,50 @@ class Tensorize(beam.PTransform):
             | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=self._extra)
             | "HashFeatures" >> HashFeatures(config)
         )
-        extra_layouts = (
-            hashed
-            | "ExtraColumnTypes" >> beam.Map(_extra_layouts, self._extra)
-            | "OneLayoutEach" >> beam.CombineGlobally(_first_layouts)
-        )
+        extra_layouts = None
+        if self._extra:
+            extra_layouts = (
+                hashed
+                | "ExtraColumnTypes" >> beam.Map(_extra_layouts, self._extra)
+                | "OneLayoutEach" >> beam.CombineGlobally(_first_layouts)
+            )
         names = config.tensor_names
-        external = (
-            pipeline
-            | "LoadExternalLists" >> LoadFeatureLists([self._external], names, strict=True, required=True)
-            if self._external
-            else pipeline | "NoExternalLists" >> beam.Create([{}])
-        )
         if self._mode == "train":
             own = hashed | "BuildFeatureLists" >> BuildFeatureLists(config, self._shared)
         else:
             own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
                 [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
             )
-        lists = own | "MergeFeatureLists" >> beam.Map(
-            merge_feature_lists, beam.pvalue.AsSingleton(external), config, self._shared
-        )
+        if self._external:
+            external = pipeline | "LoadExternalLists" >> LoadFeatureLists(
+                [self._external], names, strict=True, required=True
+            )
+            lists = own | "MergeFeatureLists" >> beam.Map(
+                merge_feature_lists, beam.pvalue.AsSingleton(external), config, self._shared
+            )
+        else:
+            lists = own
         encoded = (
             hashed
             | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, self._filter_zeros)
             | "EncodeExamples" >> EncodeExamples(config)
         )
-        good = (
-            encoded.examples
-            | "CountGood" >> beam.Map(lambda b: b.num_rows)
-            | "SumGood" >> beam.CombineGlobally(sum)
+        # One place sees every batch's row count and every bad record: it writes the dead
+        # letters (so they are there to inspect even when the check fails the job), then
+        # checks the bad-record ratio.
+        good_counts = encoded.examples | "CountGood" >> beam.Map(lambda b: (0, (_GOOD, b.num_rows)))
+        bad_lines = encoded.dead_letters | "DeadLetterJson" >> beam.Map(
+            lambda d: (0, (_BAD, dead_letter_json(d)))
         )
-        bad = encoded.dead_letters | "CountBad" >> beam.combiners.Count.Globally()
-        dead_letter_lines = encoded.dead_letters | "DeadLetterJson" >> beam.Map(
-            lambda d: (0, dead_letter_json(d))
-        )
-        no_lines = pipeline | "NoDeadLetters" >> beam.Create([(0, None)])  # the file exists even when empty
-        dead_letter_files = (
-            (dead_letter_lines, no_lines)
-            | "AllDeadLetters" >> beam.Flatten()
-            | "OneDeadLetterFile" >> beam.GroupByKey()
-            | "WriteDeadLetters"
-            >> beam.Map(_write_dead_letters, posixpath.join(out, DEAD_LETTER_FOLDER, split))
-        )
-        # The check waits for the dead letters to be written, so they are there to inspect
-        # even when it fails the job.
-        counts = good | "CheckBadRatio" >> beam.Map(
-            _check_bad_ratio,
-            beam.pvalue.AsSingleton(bad),
-            beam.pvalue.AsSingleton(dead_letter_files),
-            self._max_bad_ratio,
-            out,
-            split,
+        nothing = pipeline | "NoRecordsYet" >> beam.Create([(0, (_GOOD, 0))])  # also for empty input
+        counts = (
+            (good_counts, bad_lines, nothing)
+            | "AllCounts" >> beam.Flatten()
+            | "GatherCounts" >> beam.GroupByKey()
+            | "CheckBadRecords"
+            >> beam.Map(
+                _check_bad_records, posixpath.join(out, DEAD_LETTER_FOLDER, split), self._max_bad_ratio
+            )
         )
         gate = counts | "MarkIncomplete" >> beam.Map(_remove_success_marker, out)
         written = encoded.examples | "WriteTFRecord" >> WriteTFRecord(
@@ -231,21 +224,22 @@ def _first_layouts(candidates) -> tuple:
     return min(found, key=repr) if found else ()
 
 
-def _write_dead_letters(grouped, folder: str) -> str:
-    """All bad records of the run as sorted JSON lines in one file (replacing an older one)."""
-    lines = sorted(line for line in grouped[1] if line is not None)
-    path = posixpath.join(folder, DEAD_LETTER_FILE)
-    write_text_atomically(path, "".join(f"{line}\n" for line in lines))
-    return path
-
-
-def _check_bad_ratio(good: int, bad: int, unused_files, max_ratio: float, out: str, split: str) -> dict:
-    total = good + bad
+def _check_bad_records(grouped, folder: str, max_ratio: float) -> dict:
+    """Write every bad record as sorted JSON lines (replacing an older file), then fail the job
+    if too many rows were bad; else the counts."""
+    good, lines = 0, []
+    for kind, value in grouped[1]:
+        if kind == _GOOD:
+            good += value
+        else:
+            lines.append(value)
+    lines.sort()
+    write_text_atomically(posixpath.join(folder, DEAD_LETTER_FILE), "".join(f"{line}\n" for line in lines))
+    bad, total = len(lines), good + len(lines)
     if bad and bad / total > max_ratio:
         raise ValueError(
             f"{bad} of {total} records could not be converted ({bad / total:.2%} > the allowed "
-            f"{max_ratio:.2%}); nothing was committed. See the reasons in "
-            f"{posixpath.join(out, DEAD_LETTER_FOLDER, split)}/"
+            f"{max_ratio:.2%}); nothing was committed. See the reasons in {folder}/"
         )
     return {"numRecords": good, "badRecords": bad}
 
