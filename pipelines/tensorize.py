@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
 from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
@@ -240,9 +240,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     result = pipeline.run()
+    if pipeline_options.view_as(TestOptions).dry_run:
+        print(f"Dry run: the job graph was built and translated for {_runner_name(pipeline_options)}; nothing ran.")
+        return 0
     result.wait_until_finish()
     print(_summary(settings, options, result))
     return 0
+
+
+def _runner_name(options: PipelineOptions) -> str:
+    runner = options.view_as(StandardOptions).runner
+    return runner if isinstance(runner, str) else type(runner).__name__
 
 
 if __name__ == "__main__":
