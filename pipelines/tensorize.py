@@ -98,9 +98,12 @@ class TensorizeOptions(PipelineOptions):
         )
         parser.add_argument(
             "--filter_zeros",
-            action="store_true",
+            type=_boolean,
+            nargs="?",
+            const=True,
             default=False,
-            help="Drop zero values from name-term-value sparse vectors.",
+            help="Drop zero values from name-term-value sparse vectors (--filter_zeros, or "
+            "--filter_zeros=true|false).",
         )
         parser.add_argument(
             "--extra_columns_to_keep",
@@ -114,6 +117,14 @@ class TensorizeOptions(PipelineOptions):
             default=8192,
             help="Rows per Arrow record batch read from Avro (default 8192).",
         )
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _resolve(options: TensorizeOptions) -> dict:
