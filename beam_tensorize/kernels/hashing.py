@@ -67,6 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import COMBINERS, HASH_FUNCTIONS, HashInfo, TensorConfig
+from beam_tensorize.kernels.columns import replace_tensor_columns
 from beam_tensorize.kernels.expressions import cast_like_spark, list_offsets
 from beam_tensorize.kernels.features import is_hashed_ntv
 from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
@@ -481,21 +482,15 @@ def hash_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> pa.R
         ValueError: the input does not fit the tensor (NTV expected or not, scalar shape with
             several hash functions), naming the tensor.
     """
-    columns, fields = [], []
-    by_name = {t.name: t for t in tensors}
-    for field, column in zip(batch.schema, batch.columns):
-        tensor = by_name.get(field.name)
-        if tensor is None:  # an extra column kept as it is
-            columns.append(column)
-            fields.append(field)
-            continue
+
+    def replace(tensor: TensorConfig, field: pa.Field, column: pa.Array):
         hash_info = tensor.input.transform_config.hash_info
-        if hash_info is not None:
-            column = _hash_tensor(tensor, hash_info, column)
-            field = pa.field(tensor.name, column.type)
-        columns.append(column)
-        fields.append(field)
-    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields, metadata=batch.schema.metadata))
+        if hash_info is None:
+            return None
+        hashed = _hash_tensor(tensor, hash_info, column)
+        return pa.field(tensor.name, hashed.type), hashed
+
+    return replace_tensor_columns(batch, tensors, replace)
 
 
 def _hash_tensor(tensor: TensorConfig, hash_info: HashInfo, column: pa.Array) -> pa.Array:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig
+from beam_tensorize.kernels.columns import replace_tensor_columns
 from beam_tensorize.kernels.expressions import list_offsets
 from beam_tensorize.kernels.features import DENSE_VECTOR_KEY
 from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
@@ -210,35 +211,28 @@ def apply_feature_lists(
     Raises:
         KeyError: a tensor needs a list that `lists` does not have.
     """
-    columns, fields = [], []
-    by_name = {t.name: t for t in tensors}
-    for field, column in zip(batch.schema, batch.columns):
-        tensor = by_name.get(field.name)
-        if tensor is None:  # an extra column kept as it is
-            columns.append(column)
-            fields.append(field)
-            continue
-        if uses_feature_list(tensor, column.type):
-            if tensor.name not in lists:
-                raise KeyError(f"no feature list for tensor {tensor.name!r}")
-            vocab = vocab_array(lists[tensor.name])
-            if is_ntv(column.type):
-                column, field = _apply_ntv(tensor, column, vocab, filter_zeros)
-            else:
-                column = lookup_ids(column, vocab)
-                field = pa.field(tensor.name, column.type)
-        columns.append(column)
-        fields.append(field)
-    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields, metadata=batch.schema.metadata))
+
+    def replace(tensor: TensorConfig, field: pa.Field, column: pa.Array):
+        if not uses_feature_list(tensor, column.type):
+            return None
+        if tensor.name not in lists:
+            raise KeyError(f"no feature list for tensor {tensor.name!r}")
+        vocab = vocab_array(lists[tensor.name])
+        if is_ntv(column.type):
+            return _apply_ntv(tensor, column, vocab, filter_zeros)
+        ids = lookup_ids(column, vocab)
+        return pa.field(tensor.name, ids.type), ids
+
+    return replace_tensor_columns(batch, tensors, replace)
 
 
-def _apply_ntv(tensor, column, vocab, filter_zeros):
+def _apply_ntv(tensor, column, vocab, filter_zeros) -> tuple[pa.Field, pa.Array]:
     row_of, ids, values = lookup_ntv(column, vocab)
     indices, merged = combine_sparse(row_of, ids, values, len(column))
     if filter_zeros:
         indices, merged = drop_zeros(indices, merged)
     if tensor.output.is_sparse or tensor.output.dtype == "sparseVector":
         sparse = pa.StructArray.from_arrays([indices, merged], ["indices", "values"])
-        return sparse, pa.field(tensor.name, sparse.type)
+        return pa.field(tensor.name, sparse.type), sparse
     dense = sparse_to_dense(indices, merged, len(vocab) + 1)
-    return dense, pa.field(tensor.name, dense.type, metadata={DENSE_VECTOR_KEY: b"1"})
+    return pa.field(tensor.name, dense.type, metadata={DENSE_VECTOR_KEY: b"1"}), dense
