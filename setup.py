@@ -1,6 +1,6 @@
 """Packaging for beam_tensorize."""
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 INSTALL_REQUIRES = [
     "apache-beam[gcp]>=2.60,<3",
@@ -36,4 +36,13 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     entry_points={"console_scripts": ["beam-tensorize=pipelines.tensorize:main"]},
+    # Optional native Avro decoder: without a C compiler the package still installs and reads
+    # Avro with fastavro (see beam_tensorize/kernels/avro_native.py).
+    ext_modules=[
+        Extension(
+            "beam_tensorize.kernels._avrodecode",
+            ["beam_tensorize/kernels/_avrodecode.c"],
+            optional=True,
+        )
+    ],
 )

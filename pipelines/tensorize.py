@@ -252,7 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     result = pipeline.run()
     if pipeline_options.view_as(TestOptions).dry_run:
-        print(f"Dry run: the job graph was built and translated for {_runner_name(pipeline_options)}; nothing ran.")
+        print(
+            f"Dry run: the job graph was built and translated for {_runner_name(pipeline_options)}; nothing ran."
+        )
         return 0
     result.wait_until_finish()
     print(_summary(settings, options, result))
