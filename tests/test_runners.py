@@ -167,3 +167,38 @@ def test_dataflow_dry_run_translates_offline(capsys, monkeypatch):
         "Dry run: the job graph was built and translated for DataflowRunner; nothing ran."
         in capsys.readouterr().out
     )
+
+
+@pytest.mark.parametrize("extra", [[], ["--sdk_container_image", "gcr.io/demo-project/beam-tensorize:0.1.0"]])
+def test_dataflow_dry_run_job_graph(monkeypatch, extra):
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.tensorize import TensorizeOptions, _resolve, build_pipeline
+
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    args = ["--input", "gs://demo-bucket/in/*.avro", "--config", AVRO2TF_CONFIG, "--output", "gs://demo-bucket/out",
+            "--runner", "DataflowRunner", "--dry_run=True", "--project", "demo-project", "--region", "us-central1",
+            "--temp_location", "gs://demo-bucket/tmp", *extra]  # fmt: skip
+    options = PipelineOptions(args)
+    pipeline = beam.Pipeline(options=options)
+    build_pipeline(pipeline, options.view_as(TensorizeOptions), _resolve(options.view_as(TensorizeOptions)))
+    pipeline.run()
+    graph = pipeline.runner.job.proto_pipeline
+    urns = {t.unique_name: t.spec.urn for t in graph.components.transforms.values()}
+    for step in [
+        "ReadAvro/DecodeBlocks",
+        "Tensorize/ExtractFeatures",
+        "Tensorize/HashFeatures",
+        "Tensorize/ApplyFeatureLists",
+        "Tensorize/EncodeExamples",
+        "Tensorize/WriteTFRecord/WriteShards",
+        "Tensorize/EmitMetadata",
+        "Tensorize/WriteSuccess",
+    ]:
+        assert step in urns, step
+    # Feature-list counting is a combiner (partial sums before the shuffle), not group-then-count.
+    assert urns["Tensorize/BuildFeatureLists/SumCounts"] == "beam:transform:combine_per_key:v1"
+    images = [env.payload for env in graph.components.environments.values()]
+    if extra:
+        assert any(extra[1].encode() in payload for payload in images)
