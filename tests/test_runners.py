@@ -202,3 +202,18 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
     images = [env.payload for env in graph.components.environments.values()]
     if extra:
         assert any(extra[1].encode() in payload for payload in images)
+
+
+@pytest.mark.parametrize(("runner", "variable"), [("FlinkRunner", "BEAM_TENSORIZE_FLINK_JOB_ENDPOINT"),
+                                                  ("SparkRunner", "BEAM_TENSORIZE_SPARK_JOB_ENDPOINT")])  # fmt: skip
+def test_real_cluster(request, tmp_path, runner, variable):
+    """Runs on a real Flink / Spark job server when its endpoint is given (HOST:PORT)."""
+    endpoint = os.environ.get(variable)
+    if not endpoint:
+        pytest.skip(f"set {variable}=HOST:PORT of a Beam {runner[:-6]} job server to run on a real cluster")
+    baseline = request.getfixturevalue("baseline")
+    out = tmp_path / "out"
+    args = [*JOB, "--output", str(out), "--runner", runner, "--job_endpoint", endpoint,
+            "--environment_type", os.environ.get("BEAM_TENSORIZE_ENVIRONMENT_TYPE", "LOOPBACK")]  # fmt: skip
+    assert main(args) == 0
+    _assert_same_output(baseline, out)
