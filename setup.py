@@ -35,7 +35,12 @@ setup(
     package_data={"beam_tensorize": ["py.typed", "sample/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
-    entry_points={"console_scripts": ["beam-tensorize=pipelines.tensorize:main"]},
+    entry_points={
+        "console_scripts": [
+            "beam-tensorize=pipelines.tensorize:main",
+            "beam-tensorize-worker=beam_tensorize.runners.worker_boot:main",
+        ]
+    },
     # Optional native Avro decoder: without a C compiler the package still installs and reads
     # Avro with fastavro (see beam_tensorize/kernels/avro_native.py).
     ext_modules=[

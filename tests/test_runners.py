@@ -75,6 +75,24 @@ def worker_pool():
 
 
 @pytest.fixture(scope="module")
+def boot_worker_pool():
+    """A worker pool whose workers start through our boot entry point (they get the options)."""
+    boot = os.path.join(os.path.dirname(sys.executable), "beam-tensorize-worker")
+    port = _free_port()
+    process = _serve(
+        [
+            "apache_beam.runners.worker.worker_pool_main",
+            f"--service_port={port}",
+            f"--container_executable={boot}",
+        ],
+        port,
+    )
+    yield f"127.0.0.1:{port}"
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
     out = tmp_path_factory.mktemp("direct") / "out"
     assert main([*JOB, "--output", str(out)]) == 0
@@ -215,5 +233,43 @@ def test_real_cluster(request, tmp_path, runner, variable):
     out = tmp_path / "out"
     args = [*JOB, "--output", str(out), "--runner", runner, "--job_endpoint", endpoint,
             "--environment_type", os.environ.get("BEAM_TENSORIZE_ENVIRONMENT_TYPE", "LOOPBACK")]  # fmt: skip
+    assert main(args) == 0
+    _assert_same_output(baseline, out)
+
+
+def _report_worker(_, path):
+    """Runs on a worker: write down the interpreter and an option only the job was given."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import S3Options
+
+    options = FileSystems._pipeline_options
+    endpoint = options.view_as(S3Options).s3_endpoint_url if options is not None else None
+    with open(path, "w") as f:
+        f.write(f"{sys.executable}\n{endpoint}\n")
+
+
+def test_boot_entry_point_gives_workers_the_options_and_our_interpreter(
+    job_service, boot_worker_pool, tmp_path
+):
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    report = tmp_path / "worker.txt"
+    args = ["--runner=PortableRunner", f"--job_endpoint={job_service}", "--environment_type=EXTERNAL",
+            f"--environment_config={boot_worker_pool}", "--s3_endpoint_url=http://127.0.0.1:1"]  # fmt: skip
+    options = PipelineOptions(args)
+    with beam.Pipeline(options=options) as p:
+        _ = p | beam.Create([0]) | beam.Map(_report_worker, str(report))
+    interpreter, endpoint = report.read_text().splitlines()
+    assert endpoint == "http://127.0.0.1:1"
+    assert os.path.dirname(interpreter) == os.path.dirname(sys.executable)
+
+
+def test_portable_runner_external_workers_through_the_boot_entry_point(
+    baseline, job_service, boot_worker_pool, tmp_path
+):
+    out = tmp_path / "out"
+    args = [*JOB, "--output", str(out), "--runner", "PortableRunner", "--job_endpoint", job_service,
+            "--environment_type", "EXTERNAL", "--environment_config", boot_worker_pool]  # fmt: skip
     assert main(args) == 0
     _assert_same_output(baseline, out)
