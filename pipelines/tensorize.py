@@ -29,6 +29,8 @@ from beam_tensorize.transforms import EXECUTION_MODES, SPLIT_FOLDERS, Tensorize,
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
+_LOGGER = logging.getLogger(__name__)
+
 #: Where the sample run writes when no --output is given.
 DEFAULT_OUTPUT = "tensorize_output"
 
@@ -250,13 +252,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    result = pipeline.run()
-    if pipeline_options.view_as(TestOptions).dry_run:
+    try:
+        result = pipeline.run()
+        if pipeline_options.view_as(TestOptions).dry_run:
+            runner = _runner_name(pipeline_options)
+            print(f"Dry run: the job graph was built and translated for {runner}; nothing ran.")
+            return 0
+        result.wait_until_finish()
+    except Exception as err:  # any failure of the job ends the command the same way
+        _LOGGER.debug("The job failed", exc_info=True)
         print(
-            f"Dry run: the job graph was built and translated for {_runner_name(pipeline_options)}; nothing ran."
+            f"error: the job failed; {settings['output']} holds no new complete output: {err}",
+            file=sys.stderr,
         )
-        return 0
-    result.wait_until_finish()
+        return 1
     print(_summary(settings, options, result))
     return 0
 

@@ -208,14 +208,17 @@ def test_bad_config_reports_json_path(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_existing_output_fails_without_overwrite(tmp_path, sample_run):
+def test_existing_output_fails_without_overwrite(tmp_path, sample_run, capsys):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"features": [{"outputTensorInfo": {"name": "userId", "dtype": "long"}}]}))
     out = tmp_path / "out"
     args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out)]
     assert main(args) == 0
-    with pytest.raises(Exception, match="already holds 1 file"):
-        main(args)
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"error: the job failed; {out} holds no new complete output:" in err
+    assert f"{out}/trainingData already holds 1 file(s)" in err
     assert main([*args, "--save_mode", "overwrite"]) == 0
 
 
