@@ -19,6 +19,7 @@ INSTALL_REQUIRES = [
 
 EXTRAS_REQUIRE = {
     "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6"],
+    "aws": ["apache-beam[aws]>=2.60,<3"],
 }
 
 setup(
