@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.expr import BinaryOp, Cast, Expr, Index, Literal, Path
 
-__all__ = ["ExpressionEvalError", "evaluate", "list_offsets", "rewrap_list"]
+__all__ = ["ExpressionEvalError", "evaluate", "list_lengths", "list_offsets", "rewrap_list"]
 
 
 class ExpressionEvalError(ValueError):
@@ -65,6 +65,14 @@ def list_offsets(arr: pa.Array) -> np.ndarray:
     """Offsets of a (large) list array rebased to start at 0, as int64 numpy."""
     offsets = np.asarray(arr.offsets, dtype=np.int64)
     return offsets - offsets[0] if len(offsets) else offsets
+
+
+def list_lengths(arr: pa.Array) -> np.ndarray:
+    """Entries per row of a (large) list array that `flatten()` yields: 0 for a null row."""
+    lengths = np.diff(list_offsets(arr))
+    if arr.null_count:
+        lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), lengths, 0)
+    return lengths
 
 
 def rewrap_list(template: pa.Array, values: pa.Array) -> pa.Array:
@@ -264,7 +272,7 @@ def _join_list(arr: pa.Array, separator) -> pa.Array:
     arr = _as_var_list(arr)
     values = _as_string_value(arr.flatten(), "concat_ws")
     valid = np.asarray(values.is_valid(), dtype=bool)
-    lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), np.diff(list_offsets(arr)), 0)
+    lengths = list_lengths(arr)
     row_of = np.repeat(np.arange(len(arr)), lengths)[valid]
     counts = np.bincount(row_of, minlength=len(arr))
     offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))

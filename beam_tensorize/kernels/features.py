@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.expressions import cast_like_spark, list_offsets
+from beam_tensorize.kernels.expressions import cast_like_spark, list_lengths, list_offsets
 
 __all__ = [
     "DENSE_VECTOR_KEY",
@@ -416,8 +416,8 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
     if _depth(indices.type) != 1 or _depth(values.type) != 1:
         raise FeatureDataError(f"tensor {layout.name!r}: 'indices' and 'values' must be flat lists")
     indices, values = _as_large_list(indices), _as_large_list(values)
-    idx_len = np.diff(list_offsets(indices))
-    val_len = np.diff(list_offsets(values))
+    idx_len = list_lengths(indices)
+    val_len = list_lengths(values)
     problems.add(idx_len != val_len, f"tensor {layout.name!r}: indices and values differ in length")
     rows = np.arange(len(column))
     flat_idx, flat_val = indices.flatten(), values.flatten()

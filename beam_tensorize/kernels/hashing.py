@@ -68,7 +68,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.model import COMBINERS, HASH_FUNCTIONS, HashInfo, TensorConfig
 from beam_tensorize.kernels.columns import replace_tensor_columns
-from beam_tensorize.kernels.expressions import cast_like_spark, list_offsets
+from beam_tensorize.kernels.expressions import cast_like_spark, list_lengths
 from beam_tensorize.kernels.features import is_hashed_ntv
 from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
 from beam_tensorize.kernels.sparse import combine_sparse, sparse_to_dense
@@ -325,7 +325,7 @@ def hash_column(column: pa.Array, hash_info: HashInfo) -> pa.LargeListArray:
         if _is_list(item) or pa.types.is_struct(item) or pa.types.is_map(item):
             raise ValueError(f"cannot hash a list of {item}: only flat lists of scalar values are supported")
         column = _as_large_list(column)
-        lengths = _list_lengths(column)
+        lengths = list_lengths(column)
         flat = column.flatten()
     else:
         if pa.types.is_struct(column.type) or pa.types.is_map(column.type):
@@ -418,14 +418,6 @@ def _as_large_list(arr: pa.Array) -> pa.Array:
     if pa.types.is_fixed_size_list(arr.type) or pa.types.is_list(arr.type):
         return arr.cast(pa.large_list(arr.type.value_type))
     return arr
-
-
-def _list_lengths(arr: pa.Array) -> np.ndarray:
-    """Entries per row that ``flatten()`` yields (0 for a null row)."""
-    lengths = np.diff(list_offsets(arr))
-    if arr.null_count:
-        lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), lengths, 0)
-    return lengths
 
 
 def _as_binary(values: pa.Array) -> pa.Array:

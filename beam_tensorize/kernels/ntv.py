@@ -23,7 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import ALL_NAMES, NtvSelection
-from beam_tensorize.kernels.expressions import ExpressionEvalError, cast_like_spark, list_offsets
+from beam_tensorize.kernels.expressions import (
+    ExpressionEvalError,
+    cast_like_spark,
+    list_lengths,
+)
 
 __all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_triples", "select_ntv"]
 
@@ -59,10 +63,7 @@ def select_ntv(batch: pa.RecordBatch, selections: Sequence[NtvSelection]) -> pa.
     row_ids, entries = [], []
     for selection in selections:
         column = _ntv_column(batch, selection.column)
-        offsets = list_offsets(column)
-        lengths = np.diff(offsets)
-        if column.null_count:
-            lengths = np.where(np.asarray(column.is_valid(), dtype=bool), lengths, 0)
+        lengths = list_lengths(column)
         flat = column.flatten()
         keep = _keep_mask(pc.struct_field(flat, ["name"]), selection)
         entries.append(_normalize(flat.filter(keep)))
@@ -130,10 +131,7 @@ def ntv_triples(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
         raise ExpressionEvalError(
             f"an NTV column must be a list of records with name, term and value; got {ntv.type}"
         )
-    lengths = np.diff(list_offsets(ntv))
-    if ntv.null_count:
-        lengths = np.where(np.asarray(ntv.is_valid(), dtype=bool), lengths, 0)
-    row_of = np.repeat(np.arange(len(ntv), dtype=np.int64), lengths)
+    row_of = np.repeat(np.arange(len(ntv), dtype=np.int64), list_lengths(ntv))
     records = ntv.flatten()
     if records.null_count:
         valid = np.asarray(records.is_valid(), dtype=bool)

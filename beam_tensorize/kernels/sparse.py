@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from beam_tensorize.kernels.expressions import list_offsets
+from beam_tensorize.kernels.expressions import list_lengths
 
 __all__ = ["COMBINERS", "combine_sparse", "drop_zeros", "sparse_to_dense"]
 
@@ -72,7 +72,7 @@ def drop_zeros(
     """The same sparse vectors without their zero entries (Avro2TF's filter-zero)."""
     flat_values = np.asarray(values.flatten(), dtype=np.float64)
     keep = flat_values != 0
-    row_of = np.repeat(np.arange(len(values)), _lengths(values))
+    row_of = np.repeat(np.arange(len(values)), list_lengths(values))
     offsets = np.concatenate([[0], np.cumsum(np.bincount(row_of[keep], minlength=len(values)))]).astype(
         np.int64
     )
@@ -100,8 +100,8 @@ def sparse_to_dense(indices: pa.LargeListArray, values: pa.LargeListArray, size:
     if not (isinstance(size, int) and size >= 0):
         raise ValueError(f"size must be a non-negative integer, got {size!r}")
     rows = len(indices)
-    lengths = _lengths(indices)
-    if len(values) != rows or not np.array_equal(lengths, _lengths(values)):
+    lengths = list_lengths(indices)
+    if len(values) != rows or not np.array_equal(lengths, list_lengths(values)):
         raise ValueError("sparse_to_dense: indices and values must have the same number of entries per row")
     flat_ids = np.asarray(indices.flatten().fill_null(-1), dtype=np.int64)
     if len(flat_ids) and (flat_ids.min() < 0 or flat_ids.max() >= size):
@@ -113,11 +113,3 @@ def sparse_to_dense(indices: pa.LargeListArray, values: pa.LargeListArray, size:
     dense = np.bincount(position, weights=flat_values, minlength=rows * size).astype(np.float64)
     offsets = np.arange(rows + 1, dtype=np.int64) * size
     return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(dense, pa.float64()))
-
-
-def _lengths(arr: pa.Array) -> np.ndarray:
-    """Entries per row that `flatten()` yields (0 for a null row)."""
-    lengths = np.diff(list_offsets(arr))
-    if arr.null_count:
-        lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), lengths, 0)
-    return lengths

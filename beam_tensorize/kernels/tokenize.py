@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.expressions import list_offsets
+from beam_tensorize.kernels.expressions import list_lengths, list_offsets
 
 __all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
 
@@ -58,9 +58,7 @@ def tokenize(column: pa.Array, remove_stop_words: bool = False) -> pa.LargeListA
     rows = len(column)
     row_of = np.arange(rows)
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
-        lengths = np.diff(list_offsets(column))
-        lengths = np.where(np.asarray(column.is_valid(), dtype=bool), lengths, 0)
-        row_of = np.repeat(row_of, lengths)
+        row_of = np.repeat(row_of, list_lengths(column))
         column = column.flatten()
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         raise TypeError(f"tokenization needs text, got {column.type}")
