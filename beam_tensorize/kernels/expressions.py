@@ -30,7 +30,15 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.expr import BinaryOp, Cast, Expr, Index, Literal, Path
 
-__all__ = ["ExpressionEvalError", "evaluate", "list_lengths", "list_offsets", "rewrap_list"]
+__all__ = [
+    "ExpressionEvalError",
+    "as_large_list",
+    "evaluate",
+    "is_list_type",
+    "list_lengths",
+    "list_offsets",
+    "rewrap_list",
+]
 
 
 class ExpressionEvalError(ValueError):
@@ -82,8 +90,16 @@ def rewrap_list(template: pa.Array, values: pa.Array) -> pa.Array:
     return pa.LargeListArray.from_arrays(offsets, values, mask=mask)
 
 
-def _is_list(t: pa.DataType) -> bool:
+def is_list_type(t: pa.DataType) -> bool:
+    """A list, large list or fixed-size list type."""
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def as_large_list(arr: pa.Array) -> pa.Array:
+    """A (fixed-size or not) list array as a `large_list` array."""
+    if pa.types.is_large_list(arr.type):
+        return arr
+    return arr.cast(pa.large_list(arr.type.value_type))
 
 
 def _as_var_list(arr: pa.Array) -> pa.Array:
@@ -139,7 +155,7 @@ def _field(arr: pa.Array, name: str, where: str) -> pa.Array:
     if pa.types.is_struct(arr.type):
         names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
         return pc.struct_field(arr, [_resolve(name, names, repr(where))])
-    if _is_list(arr.type):
+    if is_list_type(arr.type):
         arr = _as_var_list(arr)
         return rewrap_list(arr, _field(arr.flatten(), name, where))
     raise ExpressionEvalError(f"{where!r} is {arr.type}, not a record; cannot take field {name!r}")
@@ -149,7 +165,7 @@ def _index(base: pa.Array, expr: Index, batch: pa.RecordBatch) -> pa.Array:
     index = _eval(expr.index, batch)
     if pa.types.is_map(base.type):
         return _map_lookup(base, _materialize(index, batch))
-    if not _is_list(base.type):
+    if not is_list_type(base.type):
         raise ExpressionEvalError(f"cannot index {base.type}: only lists and maps take [ ]")
     base = _as_var_list(base)
     idx = np.asarray(_materialize(index, batch).cast(pa.int64()).fill_null(-(2**62)), np.int64)
@@ -181,7 +197,7 @@ def _elementwise(value, fn):
     """Apply `fn` to scalars/flat arrays, or to the leaf values of (nested) lists."""
     if isinstance(value, pa.Scalar):
         return fn(pa.array([value.as_py()], value.type))[0]
-    if _is_list(value.type):
+    if is_list_type(value.type):
         value = _as_var_list(value)
         return rewrap_list(value, _elementwise(value.flatten(), fn))
     return fn(value)
@@ -225,7 +241,7 @@ def _func(name: str, args: list, batch: pa.RecordBatch | None):
         return _elementwise(args[0], pc.abs)
     if name == "size":
         value = args[0]
-        if not _is_list(value.type) and not pa.types.is_map(value.type):
+        if not is_list_type(value.type) and not pa.types.is_map(value.type):
             raise ExpressionEvalError(f"size() needs a list or map, got {value.type}")
         return pc.list_value_length(value).cast(pa.int32())
     if name == "substring":
@@ -241,7 +257,7 @@ def _func(name: str, args: list, batch: pa.RecordBatch | None):
     if name == "concat_ws":
         separator = _as_string_value(args[0], name)
         parts = [
-            _join_list(v, separator) if _is_list(v.type) else _as_string_value(v, name) for v in args[1:]
+            _join_list(v, separator) if is_list_type(v.type) else _as_string_value(v, name) for v in args[1:]
         ]
         return _concat_ws(separator, parts, batch)
     if name == "concat":

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.expressions import cast_like_spark, list_lengths, list_offsets
+from beam_tensorize.kernels.expressions import as_large_list, cast_like_spark, list_lengths, list_offsets
 
 __all__ = [
     "DENSE_VECTOR_KEY",
@@ -242,12 +242,6 @@ def _leaf_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _as_large_list(arr: pa.Array) -> pa.Array:
-    if pa.types.is_large_list(arr.type):
-        return arr
-    return arr.cast(pa.large_list(arr.type.value_type))
-
-
 def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
     rank, depth = len(layout.shape), _depth(column.type)
     if depth > rank or (depth < rank and not (depth == 0 and rank == 1)):
@@ -269,7 +263,7 @@ def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict
     outputs: dict[str, pa.Array] = {}
     level = column
     for dim, size in enumerate(layout.shape):
-        level = _as_large_list(level)
+        level = as_large_list(level)
         nulls = np.asarray(level.is_null(), dtype=bool)
         lengths = np.where(nulls, 0, np.diff(list_offsets(level)))
         if dim > 0 and nulls.any():
@@ -415,7 +409,7 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
     values = pc.struct_field(column, ["values"])
     if _depth(indices.type) != 1 or _depth(values.type) != 1:
         raise FeatureDataError(f"tensor {layout.name!r}: 'indices' and 'values' must be flat lists")
-    indices, values = _as_large_list(indices), _as_large_list(values)
+    indices, values = as_large_list(indices), as_large_list(values)
     idx_len = list_lengths(indices)
     val_len = list_lengths(values)
     problems.add(idx_len != val_len, f"tensor {layout.name!r}: indices and values differ in length")

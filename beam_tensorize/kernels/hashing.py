@@ -68,7 +68,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.model import COMBINERS, HASH_FUNCTIONS, HashInfo, TensorConfig
 from beam_tensorize.kernels.columns import replace_tensor_columns
-from beam_tensorize.kernels.expressions import cast_like_spark, list_lengths
+from beam_tensorize.kernels.expressions import as_large_list, cast_like_spark, is_list_type, list_lengths
 from beam_tensorize.kernels.features import is_hashed_ntv
 from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
 from beam_tensorize.kernels.sparse import combine_sparse, sparse_to_dense
@@ -320,11 +320,11 @@ def hash_column(column: pa.Array, hash_info: HashInfo) -> pa.LargeListArray:
     _check_hashing(n, k, hash_info.hash_function)
     column = _combine(column)
     rows = len(column)
-    if _is_list(column.type):
+    if is_list_type(column.type):
         item = column.type.value_type
-        if _is_list(item) or pa.types.is_struct(item) or pa.types.is_map(item):
+        if is_list_type(item) or pa.types.is_struct(item) or pa.types.is_map(item):
             raise ValueError(f"cannot hash a list of {item}: only flat lists of scalar values are supported")
-        column = _as_large_list(column)
+        column = as_large_list(column)
         lengths = list_lengths(column)
         flat = column.flatten()
     else:
@@ -410,16 +410,6 @@ def _combine(arr):
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
-def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-
-
-def _as_large_list(arr: pa.Array) -> pa.Array:
-    if pa.types.is_fixed_size_list(arr.type) or pa.types.is_list(arr.type):
-        return arr.cast(pa.large_list(arr.type.value_type))
-    return arr
-
-
 def _as_binary(values: pa.Array) -> pa.Array:
     values = _combine(values)
     t = values.type
@@ -500,7 +490,7 @@ def _hash_tensor(tensor: TensorConfig, hash_info: HashInfo, column: pa.Array) ->
             return pa.StructArray.from_arrays([indices, values], ["indices", "values"])
         return sparse_to_dense(indices, values, hash_info.hash_bucket_size)
     ids = hash_column(column, hash_info)
-    if not _is_list(column.type) and not out.shape:
+    if not is_list_type(column.type) and not out.shape:
         if hash_info.num_hash_functions != 1:
             raise ValueError(
                 f"tensor {name!r} ({tensor.json_path}): {hash_info.num_hash_functions} hash functions "
