@@ -18,8 +18,9 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6"],
+    "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6", "pyspark>=4.0"],
     "aws": ["apache-beam[aws]>=2.60,<3"],
+    "spark": ["pyspark>=4.0"],
 }
 
 setup(

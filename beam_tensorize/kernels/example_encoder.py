@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["encode_examples", "feature_key_order"]
+__all__ = ["encode_examples", "encode_features", "feature_key_order", "length_delimited"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -341,9 +341,12 @@ class _EncodedColumn:
             self.entry_length,
             _constant(self.key_part, n),
             self.feature_length,
-            _constant(bytes([_KIND_TAGS[self.column.kind]]), n),
-            self.list_length,
         ]
+        return parts + self.feature_header_parts(n)
+
+    def feature_header_parts(self, n: int) -> list[_Bytes]:
+        """The `Feature` message up to the list payload (with an inline payload, all of it)."""
+        parts = [_constant(bytes([_KIND_TAGS[self.column.kind]]), n), self.list_length]
         if self.packed:
             parts.append(_constant(bytes([_TAG_1]), n, self.present))
             parts.append(_masked(self.payload_length, self.present))
@@ -474,3 +477,45 @@ def encode_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.LargeBinaryArr
     result = pc.binary_join_element_wise(*pieces, pa.scalar(b"", binary_type))
     _LOGGER.debug("encoded %d rows, %d columns, %d bytes", n, len(columns), total)
     return result
+
+
+def encode_features(name: str, array: pa.Array) -> pa.BinaryArray | pa.LargeBinaryArray:
+    r"""Serializes every row of one column as a ``tf.train.Feature`` message.
+
+    The bytes are those of the column's feature inside `encode_examples` (same types, same
+    null handling); `name` is only used in error messages.
+
+    Example:
+        >>> encode_features("x", pa.array([[1, 2], None])).to_pylist()
+        [b'\x1a\x04\n\x02\x01\x02', b'\x1a\x00']
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    n = len(array)
+    if n == 0:
+        return pa.array([], pa.binary())
+    column = _EncodedColumn(_normalise(name, array), n)
+    total = int(column.size.sum())
+    binary_type = pa.large_binary() if total > _MAX_BINARY_BYTES else pa.binary()
+    header = _concat_parts(column.feature_header_parts(n), n, binary_type)
+    if column.inline is not None:
+        return header
+    return pc.binary_join_element_wise(header, column.payload(n, binary_type), pa.scalar(b"", binary_type))
+
+
+def length_delimited(tag: int, payloads: pa.Array) -> pa.LargeBinaryArray:
+    r"""Prefixes each payload with a field tag and its varint length (a protobuf field).
+
+    Null payloads are written as empty fields. The result is always large_binary.
+
+    Example:
+        >>> length_delimited(0x0A, pa.array([b"ab", None])).to_pylist()
+        [b'\n\x02ab', b'\n\x00']
+    """
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
+    payloads = pc.fill_null(payloads.cast(pa.large_binary()), b"")
+    n = len(payloads)
+    lengths = pc.binary_length(payloads).to_numpy().astype(np.int64, copy=False)
+    header = _concat_parts([_constant(bytes([tag]), n), _varint(lengths)], n, pa.large_binary())
+    return pc.binary_join_element_wise(header, payloads, pa.scalar(b"", pa.large_binary()))

@@ -8,8 +8,10 @@ A TFRecord file is a sequence of frames, each::
     uint32 masked_crc32c(data)
 
 where ``masked_crc32c(x) = ((crc >> 15) | (crc << 17)) + 0xa282ead8`` (mod
-2**32) over the CRC-32C (Castagnoli) of ``x``. Compression is not handled
-here: pass a ``gzip.GzipFile`` (or similar) as the file object.
+2**32) over the CRC-32C (Castagnoli) of ``x``. A whole file may be compressed
+as TensorFlow does it: GZIP (RFC 1952) or ZLIB (RFC 1950);
+``compressed_writer`` / ``decompressed_reader`` wrap a raw file object and
+``detect_compression`` tells the three apart from a file's first bytes.
 
 Framing an Arrow binary array is vectorised: the length checksums are
 computed with numpy and the frames are assembled by Arrow in one pass; only
@@ -18,9 +20,12 @@ the data checksum needs one (C) call per record.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import logging
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
 import google_crc32c
@@ -28,7 +33,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["frame_records", "iter_tfrecords", "masked_crc32c", "write_tfrecords"]
+__all__ = [
+    "COMPRESSIONS",
+    "compressed_writer",
+    "decompressed_reader",
+    "detect_compression",
+    "frame_records",
+    "iter_tfrecords",
+    "masked_crc32c",
+    "write_tfrecords",
+]
+
+#: Whole-file compressions TensorFlow reads ("" / "GZIP" / "ZLIB" in `tf.data.TFRecordDataset`).
+COMPRESSIONS = ("none", "gzip", "zlib")
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -261,14 +278,24 @@ class _Reader:
         self.offset += size
 
 
-def iter_tfrecords(fileobj: BinaryIO, path: str = "<stream>", verify_crc: bool = True) -> Iterator[bytes]:
+def iter_tfrecords(
+    fileobj: BinaryIO,
+    path: str = "<stream>",
+    verify_crc: bool = True,
+    on_corrupt: Callable[[int, int, str], None] | None = None,
+) -> Iterator[bytes]:
     """Reads the records of a TFRecord stream.
 
     Args:
         fileobj: An open binary file object positioned at the first frame
-            (decompress first, e.g. with ``gzip.open``).
+            (decompress first, see ``decompressed_reader``).
         path: Name of the file, used in error messages.
         verify_crc: Whether to check both checksums of every frame.
+        on_corrupt: Without it, a corrupt frame raises. With it, it is called
+            as ``on_corrupt(offset, index, message)`` instead: a record whose
+            data checksum fails is skipped and reading goes on; after a bad
+            length or a truncated frame the rest of the stream cannot be
+            framed, so reading stops there.
 
     Yields:
         The data of each record, in order.
@@ -283,34 +310,152 @@ def iter_tfrecords(fileobj: BinaryIO, path: str = "<stream>", verify_crc: bool =
         >>> list(iter_tfrecords(io.BytesIO(frame_records([b"a", b"bc"]))))
         [b'a', b'bc']
     """
+
+    def corrupt(what: str, detail: str, offset: int, index: int) -> None:
+        message = f"{path}: {what} at byte offset {offset} (record {index}): {detail}"
+        if on_corrupt is None:
+            raise ValueError(message)
+        on_corrupt(offset, index, message)
+
     reader = _Reader(fileobj)
     index = 0
     while True:
         if not reader.fill(12):
-            if reader.available() == 0:
-                return
-            raise ValueError(
-                f"{path}: truncated TFRecord header at byte offset {reader.offset} "
-                f"(record {index}): {reader.available()} of 12 bytes"
-            )
+            if reader.available() != 0:
+                corrupt(
+                    "truncated TFRecord header", f"{reader.available()} of 12 bytes", reader.offset, index
+                )
+            return
         length, length_crc = reader.header()
         if verify_crc and masked_crc32c(reader.view(0, 8)) != length_crc:
-            raise ValueError(
-                f"{path}: corrupt TFRecord length at byte offset {reader.offset} "
-                f"(record {index}): length checksum mismatch"
-            )
+            corrupt("corrupt TFRecord length", "length checksum mismatch", reader.offset, index)
+            return
         frame = 12 + length + 4
         if not reader.fill(frame):
-            raise ValueError(
-                f"{path}: truncated TFRecord at byte offset {reader.offset} (record {index}): "
-                f"frame of {frame} bytes, stream ends after {reader.available()}"
+            corrupt(
+                "truncated TFRecord",
+                f"frame of {frame} bytes, stream ends after {reader.available()}",
+                reader.offset,
+                index,
             )
+            return
         data = reader.view(12, 12 + length)
-        if verify_crc and masked_crc32c(data) != reader.footer(12 + length):
-            raise ValueError(
-                f"{path}: corrupt TFRecord data at byte offset {reader.offset} "
-                f"(record {index}): data checksum mismatch"
-            )
+        good = not verify_crc or masked_crc32c(data) == reader.footer(12 + length)
+        if not good:
+            corrupt("corrupt TFRecord data", "data checksum mismatch", reader.offset, index)
         reader.advance(frame)
         index += 1
-        yield data
+        if good:
+            yield data
+
+
+def detect_compression(head: bytes) -> str:
+    """Tells an uncompressed, GZIP or ZLIB TFRecord file apart from its first bytes.
+
+    An uncompressed file starts with a frame header whose checksum matches (or is empty);
+    GZIP starts with ``1f 8b``; ZLIB with a valid RFC 1950 header (deflate method, header
+    check divisible by 31). At least 12 bytes should be given when the file has them.
+
+    Returns:
+        "none", "gzip" or "zlib".
+
+    Raises:
+        ValueError: The bytes look like none of the three.
+
+    Example:
+        >>> detect_compression(frame_records([b"x"]))
+        'none'
+        >>> detect_compression(zlib.compress(frame_records([b"x"])))
+        'zlib'
+    """
+    if not head or (len(head) >= 12 and masked_crc32c(head[:8]) == _HEADER.unpack_from(head)[1]):
+        return "none"
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "zlib"
+    raise ValueError(
+        f"not a TFRecord file: the first bytes {head[:12].hex()} are neither a TFRecord frame "
+        "header nor a GZIP or ZLIB stream"
+    )
+
+
+class _ZlibWriter:
+    """A write-only file object that ZLIB-compresses into another one."""
+
+    def __init__(self, raw: BinaryIO, level: int):
+        self._raw = raw
+        self._compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS)
+
+    def write(self, data: bytes) -> int:
+        self._raw.write(self._compressor.compress(data))
+        return len(data)
+
+    def close(self) -> None:
+        self._raw.write(self._compressor.flush())
+
+
+class _ZlibReader:
+    """A read-only file object over a ZLIB stream in another one."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self._decompressor = zlib.decompressobj(zlib.MAX_WBITS)
+        self._buffer = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while (size < 0 or len(self._buffer) < size) and not self._decompressor.eof:
+            chunk = self._raw.read(_READ_CHUNK)
+            if not chunk:
+                raise EOFError("ZLIB stream ends before its end marker")
+            self._buffer += self._decompressor.decompress(chunk)
+        if size < 0:
+            size = len(self._buffer)
+        out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+
+@contextlib.contextmanager
+def compressed_writer(raw: BinaryIO, compression: str, level: int = 6) -> Iterator[BinaryIO]:
+    """A file object that compresses into `raw` as TensorFlow's TFRecordWriter would.
+
+    GZIP output carries no time stamp or file name, so the same records give the same bytes.
+    `raw` is not closed.
+
+    Example:
+        >>> import io
+        >>> raw = io.BytesIO()
+        >>> with compressed_writer(raw, "zlib") as out:
+        ...     _ = write_tfrecords(out, [b"x"])
+        >>> zlib.decompress(raw.getvalue()) == frame_records([b"x"])
+        True
+    """
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")
+    if compression == "none":
+        yield raw
+    elif compression == "gzip":
+        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=level, mtime=0, filename="") as out:
+            yield out
+    else:
+        out = _ZlibWriter(raw, level)
+        yield out
+        out.close()
+
+
+def decompressed_reader(raw: BinaryIO, compression: str) -> BinaryIO:
+    """A file object reading the uncompressed TFRecord stream of `raw`.
+
+    Example:
+        >>> import io
+        >>> reader = decompressed_reader(io.BytesIO(zlib.compress(frame_records([b"x"]))), "zlib")
+        >>> list(iter_tfrecords(reader))
+        [b'x']
+    """
+    if compression == "none":
+        return raw
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "zlib":
+        return _ZlibReader(raw)
+    raise ValueError(f"compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")

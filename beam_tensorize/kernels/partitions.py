@@ -1,0 +1,203 @@
+"""Hive-style partition folders: `<dir>/<col>=<value>/...`.
+
+Values are turned into folder names the way Hive and Spark do: the value's text (Spark's
+CAST to STRING: integers in decimal, floats as Java prints them, `true`/`false`), with
+control characters and ``"#%'*/:=?\\{[]^`` (and DEL) written as `%XX` (upper-case hex). A
+null or empty value goes to the folder `__HIVE_DEFAULT_PARTITION__`. Reading folder names
+back undoes the escaping and types each partition column by inference (int64, then float64,
+else string), as Spark's partition discovery does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tensorize.kernels.expressions import java_double_string
+
+__all__ = [
+    "HIVE_DEFAULT_PARTITION",
+    "escape_partition_value",
+    "infer_partition_column",
+    "parse_partition_path",
+    "partition_path",
+    "partition_value_strings",
+    "split_by_partition",
+    "unescape_partition_value",
+]
+
+#: Folder name of null (and empty string) partition values.
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+_ESCAPED = frozenset(chr(c) for c in range(0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+_ESCAPE = re.compile("%([0-9A-Fa-f]{2})")
+_INT64 = re.compile(r"[+-]?\d+")
+
+
+def escape_partition_value(value: str | None) -> str:
+    """The folder-name form of one partition value (Hive's `escapePathName`).
+
+    Example:
+        >>> escape_partition_value("a/b=c%")
+        'a%2Fb%3Dc%25'
+        >>> escape_partition_value(None)
+        '__HIVE_DEFAULT_PARTITION__'
+    """
+    if value is None or value == "":
+        return HIVE_DEFAULT_PARTITION
+    if not any(c in _ESCAPED for c in value):
+        return value
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def unescape_partition_value(text: str) -> str | None:
+    """Undoes `escape_partition_value` (`__HIVE_DEFAULT_PARTITION__` gives None).
+
+    Example:
+        >>> unescape_partition_value("a%2Fb%3Dc%25")
+        'a/b=c%'
+    """
+    if text == HIVE_DEFAULT_PARTITION:
+        return None
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def partition_path(names: Sequence[str], values: Sequence[str | None]) -> str:
+    """`col=value` folders, nested in the order of `names` (values as `partition_value_strings`).
+
+    Example:
+        >>> partition_path(["country", "day"], ["NL", None])
+        'country=NL/day=__HIVE_DEFAULT_PARTITION__'
+    """
+    return "/".join(
+        f"{escape_partition_value(name)}={escape_partition_value(value)}"
+        for name, value in zip(names, values, strict=True)
+    )
+
+
+def parse_partition_path(relative_dir: str) -> list[tuple[str, str | None]]:
+    """The `(column, value)` pairs of the `col=value` folders in a relative folder path.
+
+    Folders without `=` are ignored (e.g. a split folder); values stay text (None for the
+    default partition).
+
+    Example:
+        >>> parse_partition_path("country=NL/day=__HIVE_DEFAULT_PARTITION__")
+        [('country', 'NL'), ('day', None)]
+    """
+    pairs = []
+    for part in relative_dir.replace("\\", "/").split("/"):
+        name, sep, value = part.partition("=")
+        if sep and name:
+            pairs.append((unescape_partition_value(name), unescape_partition_value(value)))
+    return pairs
+
+
+def _float_strings(array: pa.Array) -> list[str | None]:
+    values = array.to_numpy(zero_copy_only=False)
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    if pa.types.is_float64(array.type):
+        return [java_double_string(float(v)) if ok else None for v, ok in zip(values, valid, strict=True)]
+    # Java's Float.toString: the shortest digits that identify the float32 value.
+    return [
+        java_double_string(float(str(v))) if ok else None
+        for v, ok in zip(values.astype(np.float32), valid, strict=True)
+    ]
+
+
+def partition_value_strings(name: str, array: pa.Array) -> list[str | None]:
+    """Each row's partition value as text (Spark's CAST to STRING), None for null.
+
+    Raises:
+        TypeError: the column cannot name a folder (lists, structs, ...).
+
+    Example:
+        >>> partition_value_strings("x", pa.array([1.0, None, 1e20]))
+        ['1.0', None, '1.0E20']
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    typ = array.type
+    if pa.types.is_floating(typ):
+        return _float_strings(array.cast(pa.float64()) if pa.types.is_float16(typ) else array)
+    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ):
+        try:
+            array = array.cast(pa.large_string())
+        except pa.ArrowInvalid as error:
+            raise TypeError(f"partition column {name!r} holds bytes that are not UTF-8") from error
+    elif not (
+        pa.types.is_integer(typ)
+        or pa.types.is_boolean(typ)
+        or pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_string_view(typ)
+        or pa.types.is_date(typ)
+    ):
+        raise TypeError(
+            f"partition column {name!r} has type {typ}; partition values must be integers, "
+            "floats, booleans, strings or dates"
+        )
+    return pc.cast(array, pa.large_string()).to_pylist()
+
+
+def split_by_partition(batch: pa.RecordBatch, names: Sequence[str]) -> list[tuple[str, pa.RecordBatch]]:
+    """Splits a batch by its partition columns' values; the parts no longer hold them.
+
+    Returns:
+        `(partition path, rows)` pairs ordered by partition path; rows keep their order.
+
+    Raises:
+        KeyError: a partition column is missing from the batch.
+
+    Example:
+        >>> batch = pa.RecordBatch.from_pydict({"k": ["b", "a", "b"], "v": [1, 2, 3]})
+        >>> [(path, part.to_pydict()) for path, part in split_by_partition(batch, ["k"])]
+        [('k=a', {'v': [2]}), ('k=b', {'v': [1, 3]})]
+    """
+    missing = [n for n in names if n not in batch.schema.names]
+    if missing:
+        raise KeyError(f"partition column(s) {missing} not among the columns {batch.schema.names}")
+    texts = [partition_value_strings(n, batch.column(n)) for n in names]
+    paths = [partition_path(names, values) for values in zip(*texts, strict=True)] if names else []
+    rest = batch.select([n for n in batch.schema.names if n not in set(names)])
+    if not names:
+        return [("", rest)]
+    path_array = pa.array(paths, pa.large_string())
+    parts = []
+    for path in sorted(set(paths)):
+        parts.append((path, rest.filter(pc.equal(path_array, path))))
+    return parts
+
+
+def infer_partition_column(values: Iterable[str | None]) -> pa.Array:
+    """Types partition values read from folder names: int64, else float64, else string.
+
+    Example:
+        >>> infer_partition_column(["1", None, "20"]).type
+        DataType(int64)
+        >>> infer_partition_column(["1", "2.5"]).to_pylist()
+        [1.0, 2.5]
+    """
+    values = list(values)
+    present = [v for v in values if v is not None]
+    if present and all(_INT64.fullmatch(v) and -(2**63) <= int(v) < 2**63 for v in present):
+        return pa.array([None if v is None else int(v) for v in values], pa.int64())
+    if present and all(_is_float(v) for v in present):
+        return pa.array([None if v is None else float(v) for v in values], pa.float64())
+    return pa.array(values, pa.string())
+
+
+def _is_float(text: str) -> bool:
+    if text.strip() != text or text.lower() in ("nan", "inf", "-inf", "+inf", "infinity"):
+        return text in ("NaN", "Infinity", "-Infinity")
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,438 @@
+"""Serialized TFRecord payloads -> Arrow: decoding with a schema, and schema inference.
+
+Records are parsed by tfx_bsl's C++ decoders (no TensorFlow import), which give one
+``large_list`` column per feature (``large_list<large_list<...>>`` for SequenceExample feature
+lists). `conform` turns that into the columns a schema asks for; `SchemaInference` collects
+what a sample of records holds and derives a schema with these rules:
+
+* Int64List -> int64, FloatList -> float32, BytesList -> string (binary if a value is not
+  UTF-8);
+* a feature that never holds more than one value in a record is a scalar (a record without
+  it, or with an empty list, reads as null — Spark-TFRecord's rule), otherwise a list;
+* a SequenceExample feature list -> list of lists.
+
+Record types: "Example", "SequenceExample" and "ByteArray" (each record as it is, in one
+binary column named `byteArray`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
+from tfx_bsl.coders.sequence_example_coder import SequenceExamplesToRecordBatchDecoder
+
+from beam_tensorize.kernels.expressions import is_list_type, list_lengths
+
+__all__ = [
+    "BYTE_ARRAY_COLUMN",
+    "RECORD_TYPES",
+    "FeatureSummary",
+    "RecordError",
+    "SchemaInference",
+    "conform",
+    "decode_records",
+    "raw_decode",
+    "widened_type",
+]
+
+RECORD_TYPES = ("Example", "SequenceExample", "ByteArray")
+#: The column a "ByteArray" read gives (Spark-TFRecord's name).
+BYTE_ARRAY_COLUMN = "byteArray"
+_SEQUENCE_COLUMN = "##sequence_features##"
+_KINDS = {pa.int64(): "int64", pa.float32(): "float", pa.large_binary(): "bytes"}
+
+
+class RecordError(ValueError):
+    """A record that cannot be decoded (or does not fit the schema); `index` is its position."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(message)
+        self.index = index
+
+
+def _check_record_type(record_type: str) -> None:
+    if record_type not in RECORD_TYPES:
+        raise ValueError(f"record type {record_type!r} is not one of {', '.join(RECORD_TYPES)}")
+
+
+def _decode_with_tfx_bsl(records: list[bytes], record_type: str) -> pa.RecordBatch:
+    if record_type == "Example":
+        return ExamplesToRecordBatchDecoder().DecodeBatch(records)
+    batch = SequenceExamplesToRecordBatchDecoder(_SEQUENCE_COLUMN).DecodeBatch(records)
+    names = [n for n in batch.schema.names if n != _SEQUENCE_COLUMN]
+    arrays = [batch.column(n) for n in names]
+    if _SEQUENCE_COLUMN in batch.schema.names:
+        sequence = batch.column(_SEQUENCE_COLUMN)
+        for field in sequence.type:
+            if field.name in names:
+                raise RecordError(0, f"feature {field.name!r} is both a context feature and a feature list")
+            names.append(field.name)
+            arrays.append(sequence.field(field.name))
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def raw_decode(records: Sequence[bytes], record_type: str = "Example") -> pa.RecordBatch:
+    """Parses records into tfx_bsl's raw columns (one large_list column per feature seen).
+
+    Raises:
+        RecordError: a record is not a valid message (`index` names the first one).
+
+    Example:
+        >>> from beam_tensorize.kernels.example_encoder import encode_examples
+        >>> records = encode_examples(pa.RecordBatch.from_pydict({"x": [1, 2]})).to_pylist()
+        >>> raw_decode(records).to_pydict()
+        {'x': [[1], [2]]}
+    """
+    _check_record_type(record_type)
+    records = list(records)
+    if record_type == "ByteArray":
+        return pa.RecordBatch.from_pydict({BYTE_ARRAY_COLUMN: pa.array(records, pa.binary())})
+    try:
+        return _decode_with_tfx_bsl(records, record_type)
+    except RuntimeError:
+        pass
+    # Find the record that spoils the batch.
+    for index, record in enumerate(records):
+        try:
+            _decode_with_tfx_bsl([record], record_type)
+        except (RuntimeError, RecordError) as error:
+            raise RecordError(index, f"record {index} is not a valid {record_type}: {error}") from None
+    # Every record decodes alone: the batch mixes kinds of one feature.
+    raise RecordError(0, f"records give one feature values of different kinds ({record_type})")
+
+
+# --------------------------------------------------------------------------- #
+# Schemas
+# --------------------------------------------------------------------------- #
+
+
+def widened_type(typ: pa.DataType) -> pa.DataType:
+    """The type a column of `typ` reads back as after a write (the documented widening).
+
+    Integers and bool -> int64, floats -> float32, strings -> string, binary -> binary;
+    lists keep their nesting with widened values.
+
+    Example:
+        >>> widened_type(pa.list_(pa.int8()))
+        ListType(list<item: int64>)
+    """
+    if pa.types.is_dictionary(typ):
+        return widened_type(typ.value_type)
+    if is_list_type(typ):
+        return pa.list_(widened_type(typ.value_type))
+    if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
+        return pa.int64()
+    if pa.types.is_floating(typ):
+        return pa.float32()
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
+        return pa.string()
+    if (
+        pa.types.is_binary(typ)
+        or pa.types.is_large_binary(typ)
+        or pa.types.is_binary_view(typ)
+        or pa.types.is_fixed_size_binary(typ)
+    ):
+        return pa.binary()
+    raise TypeError(f"type {typ} cannot be stored in a tf.train.Feature")
+
+
+def _kind_of_type(typ: pa.DataType) -> str:
+    while is_list_type(typ):
+        typ = typ.value_type
+    if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
+        return "int64"
+    if pa.types.is_floating(typ):
+        return "float"
+    return "bytes"
+
+
+def _depth(typ: pa.DataType) -> int:
+    depth = 0
+    while is_list_type(typ):
+        depth, typ = depth + 1, typ.value_type
+    return depth
+
+
+def _null_row_count(array: pa.Array) -> int:
+    return array.null_count if not pa.types.is_null(array.type) else len(array)
+
+
+def _fail(where: str, index: int, message: str) -> None:
+    raise RecordError(index, f"{where}: {message}")
+
+
+def _scalar_from_lists(name: str, raw: pa.Array, where: str) -> pa.Array:
+    """The one value of each list (null for a null or empty list)."""
+    lengths = list_lengths(raw)
+    too_long = np.flatnonzero(lengths > 1)
+    if too_long.size:
+        row = int(too_long[0])
+        _fail(
+            where,
+            row,
+            f"feature {name!r} holds {lengths[row]} values in record {row}; the schema says a scalar",
+        )
+    values = raw.flatten()
+    if len(values) == 0:
+        return pa.nulls(len(raw), values.type)
+    offsets = np.asarray(raw.offsets, dtype=np.int64)
+    has_one = lengths == 1
+    taken = values.take(pa.array(np.where(has_one, offsets[:-1] - offsets[0], 0)))
+    return pc.if_else(pa.array(has_one), taken, pa.scalar(None, values.type))
+
+
+def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str) -> pa.Array:
+    try:
+        return values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise RecordError(0, f"{where}: feature {name!r} cannot be read as {target}: {error}") from None
+
+
+def conform(raw: pa.RecordBatch, schema: pa.Schema, where: str = "records") -> pa.RecordBatch:
+    """Turns raw decoded columns (see `raw_decode`) into the columns of `schema`.
+
+    A feature the records lack reads as nulls; features not in the schema are dropped. A
+    scalar field takes the one value of each record (null for none); a list field the list;
+    a list-of-lists field a SequenceExample feature list.
+
+    Raises:
+        RecordError: a feature's kind does not match its field, a scalar field meets a record
+            with several values, or bytes are not UTF-8 for a string field. The message starts
+            with `where` and names the feature.
+
+    Example:
+        >>> raw = pa.RecordBatch.from_pydict({"x": pa.array([[1], []], pa.large_list(pa.int64()))})
+        >>> conform(raw, pa.schema([("x", pa.int64()), ("y", pa.list_(pa.string()))])).to_pydict()
+        {'x': [1, None], 'y': [None, None]}
+    """
+    n = raw.num_rows
+    columns = []
+    for field in schema:
+        target = field.type
+        if field.name not in raw.schema.names or pa.types.is_null(raw.schema.field(field.name).type):
+            columns.append(pa.nulls(n, target))
+            continue
+        column = raw.column(field.name)
+        have_kind = _KINDS.get(_leaf(column.type))
+        want_kind = _kind_of_type(target)
+        if have_kind != want_kind:
+            _fail(where, 0, f"feature {field.name!r} holds {have_kind} values; the schema says {target}")
+        have_depth, want_depth = _depth(column.type), max(_depth(target), 1)
+        if have_depth != want_depth:
+            what = "a feature list" if have_depth == 2 else "a feature"
+            _fail(where, 0, f"feature {field.name!r} is {what}; the schema says {target}")
+        if _depth(target) == 0:
+            columns.append(
+                _cast_values(field.name, _scalar_from_lists(field.name, column, where), target, where)
+            )
+        else:
+            columns.append(_cast_values(field.name, column, target, where))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _leaf(typ: pa.DataType) -> pa.DataType:
+    while is_list_type(typ):
+        typ = typ.value_type
+    return typ
+
+
+def decode_records(
+    records: Sequence[bytes],
+    schema: pa.Schema,
+    record_type: str = "Example",
+    where: str = "records",
+    on_bad: Callable[[int, str], None] | None = None,
+) -> pa.RecordBatch:
+    """Serialized records -> a RecordBatch of `schema`.
+
+    Args:
+        records: serialized Examples / SequenceExamples (or any bytes for "ByteArray").
+        schema: the columns wanted (see `conform`).
+        record_type: "Example", "SequenceExample" or "ByteArray".
+        where: names the records in errors (e.g. a file name).
+        on_bad: without it a bad record raises `RecordError`; with it, it is called as
+            `on_bad(index, message)` and the record is left out.
+
+    Example:
+        >>> from beam_tensorize.kernels.example_encoder import encode_examples
+        >>> records = encode_examples(pa.RecordBatch.from_pydict({"x": [[1, 2], [3]]})).to_pylist()
+        >>> decode_records(records, pa.schema([("x", pa.list_(pa.int64()))])).to_pydict()
+        {'x': [[1, 2], [3]]}
+    """
+    records = list(records)
+    try:
+        return conform(raw_decode(records, record_type), schema, where)
+    except RecordError:
+        if on_bad is None and len(records) == 1:
+            raise
+    parts = []
+    for index, record in enumerate(records):
+        try:
+            parts.append(conform(raw_decode([record], record_type), schema, where))
+        except RecordError as error:
+            message = str(error).replace("record 0", f"record {index}")
+            if on_bad is None:
+                raise RecordError(index, message) from None
+            on_bad(index, message)
+    if not parts:
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    return pa.Table.from_batches(parts, schema=schema).combine_chunks().to_batches()[0]
+
+
+# --------------------------------------------------------------------------- #
+# Inference
+# --------------------------------------------------------------------------- #
+
+
+@dataclasses.dataclass
+class FeatureSummary:
+    """What a sample showed of one feature.
+
+    Attributes:
+        name: the feature key.
+        kinds: list kinds seen ("int64", "float", "bytes"); more than one is a conflict.
+        feature_list: seen as a SequenceExample feature list.
+        context: seen as a plain (context) feature.
+        records: records holding it.
+        max_values: most values in one record (one step, for feature lists).
+        utf8: every bytes value seen is UTF-8.
+    """
+
+    name: str
+    kinds: set = dataclasses.field(default_factory=set)
+    feature_list: bool = False
+    context: bool = False
+    records: int = 0
+    max_values: int = 0
+    utf8: bool = True
+
+    def merge(self, other: FeatureSummary) -> None:
+        self.kinds |= other.kinds
+        self.feature_list |= other.feature_list
+        self.context |= other.context
+        self.records += other.records
+        self.max_values = max(self.max_values, other.max_values)
+        self.utf8 &= other.utf8
+
+    def arrow_type(self) -> pa.DataType | None:
+        """The inferred type (None if no record held a value of a known kind)."""
+        if not self.kinds:
+            return None
+        kind = next(iter(self.kinds))
+        leaf = {"int64": pa.int64(), "float": pa.float32()}.get(
+            kind, pa.string() if self.utf8 else pa.binary()
+        )
+        if self.feature_list:
+            return pa.list_(pa.list_(leaf))
+        return leaf if 0 < self.max_values <= 1 else pa.list_(leaf)
+
+    def describe(self) -> str:
+        typ = self.arrow_type()
+        shown = "no values" if typ is None else str(typ)
+        return f"{self.name}: {shown} (in {self.records} records, at most {self.max_values} values)"
+
+
+class SchemaInference:
+    """Accumulates `FeatureSummary`s over decoded samples; `schema()` applies the rules.
+
+    Example:
+        >>> from beam_tensorize.kernels.example_encoder import encode_examples
+        >>> records = encode_examples(pa.RecordBatch.from_pydict(
+        ...     {"id": [1, 2], "tags": [["a"], ["b", "c"]], "w": [0.5, 1.5]})).to_pylist()
+        >>> inference = SchemaInference()
+        >>> inference.observe(records)
+        >>> inference.schema()
+        id: int64
+        tags: list<item: string>
+          child 0, item: string
+        w: float
+    """
+
+    def __init__(self, record_type: str = "Example"):
+        _check_record_type(record_type)
+        self.record_type = record_type
+        self.features: dict[str, FeatureSummary] = {}
+        self.records = 0
+
+    def observe(self, records: Sequence[bytes], where: str = "records") -> None:
+        """Adds what `records` hold (a batch mixing kinds is observed record by record)."""
+        records = list(records)
+        self.records += len(records)
+        if self.record_type == "ByteArray":
+            return
+        try:
+            raw = raw_decode(records, self.record_type)
+        except RecordError as error:
+            if len(records) == 1:
+                raise RecordError(error.index, f"{where}: {error}") from None
+            for index, record in enumerate(records):
+                try:
+                    self._observe_raw(raw_decode([record], self.record_type))
+                except RecordError as single:
+                    raise RecordError(index, f"{where}: record {index}: {single}") from None
+            return
+        self._observe_raw(raw)
+
+    def _observe_raw(self, raw: pa.RecordBatch) -> None:
+        for name, column in zip(raw.schema.names, raw.columns, strict=True):
+            summary = FeatureSummary(name)
+            summary.records = len(column) - _null_row_count(column)
+            if not pa.types.is_null(column.type):
+                summary.kinds.add(_KINDS[_leaf(column.type)])
+                if _depth(column.type) == 2:
+                    summary.feature_list = True
+                    steps = column.flatten()
+                    summary.max_values = int(list_lengths(steps).max()) if len(steps) else 0
+                else:
+                    summary.context = True
+                    summary.max_values = int(list_lengths(column).max()) if len(column) else 0
+                if summary.kinds == {"bytes"}:
+                    values = column.flatten().flatten() if summary.feature_list else column.flatten()
+                    try:
+                        values.cast(pa.large_string())
+                    except pa.ArrowInvalid:
+                        summary.utf8 = False
+            self.features.setdefault(name, FeatureSummary(name)).merge(summary)
+
+    def merge(self, other: SchemaInference) -> None:
+        """Adds another accumulator's observations."""
+        self.records += other.records
+        for name, summary in other.features.items():
+            self.features.setdefault(name, FeatureSummary(name)).merge(summary)
+
+    def schema(self) -> pa.Schema:
+        """The inferred schema, fields by name; features that never held a value are left out.
+
+        Raises:
+            ValueError: a feature was seen with two kinds, or both as a feature and as a
+                feature list.
+        """
+        if self.record_type == "ByteArray":
+            return pa.schema([(BYTE_ARRAY_COLUMN, pa.binary())])
+        fields = []
+        for name in sorted(self.features):
+            summary = self.features[name]
+            if len(summary.kinds) > 1:
+                raise ValueError(
+                    f"feature {name!r} holds {' and '.join(sorted(summary.kinds))} values in "
+                    "different records; give a schema"
+                )
+            if summary.feature_list and summary.context:
+                raise ValueError(
+                    f"feature {name!r} is a feature in some records and a feature list in others"
+                )
+            typ = summary.arrow_type()
+            if typ is not None:
+                fields.append(pa.field(name, typ))
+        return pa.schema(fields)
+
+    def report(self) -> str:
+        """One line per feature seen: name, inferred type, how many records held it."""
+        lines = [f"{self.records} records sampled, {len(self.features)} features:"]
+        lines += [f"  {self.features[name].describe()}" for name in sorted(self.features)]
+        return "\n".join(lines)
