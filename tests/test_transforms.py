@@ -147,6 +147,7 @@ def _serialized_batches(n_batches=4, rows=25):
 
 
 def _write(directory, batches, **kwargs):
+    kwargs.setdefault("record_type", "ByteArray")
     with TestPipeline() as p:
         info = p | beam.Create(batches) | WriteTFRecord(str(directory), **kwargs)
         assert_that(info | beam.Map(lambda i: i["numRecords"]), equal_to([sum(b.num_rows for b in batches)]))
@@ -223,7 +224,9 @@ def test_write_tfrecord_failed_gate_leaves_old_output(tmp_path):
             _ = (
                 p
                 | beam.Create(_serialized_batches(3))
-                | WriteTFRecord(str(tmp_path), num_shards=1, save_mode="overwrite", commit_gate=gate)
+                | WriteTFRecord(
+                    str(tmp_path), 1, save_mode="overwrite", record_type="ByteArray", commit_gate=gate
+                )
             )
     assert sorted(n for n in os.listdir(tmp_path) if not n.startswith("_temporary")) == [
         "_SUCCESS",

@@ -14,7 +14,7 @@ from beam_tensorize.io.files import write_text_atomically
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
 from beam_tensorize.kernels.features import layout_for_column
-from beam_tensorize.transforms.encode import EncodeExamples, dead_letter_json
+from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples, dead_letter_json
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
     FEATURE_LIST_FOLDER,
@@ -194,6 +194,8 @@ class Tensorize(beam.PTransform):
             num_shards=self._num_shards,
             compression=self._compression,
             save_mode=self._save_mode,
+            record_type="ByteArray",
+            record_column=SERIALIZED_COLUMN,
             write_success_file=False,
             commit_gate=gate,
         )
