@@ -230,7 +230,7 @@ def test_decode_with_a_schema_gives_scalars_lists_and_nulls():
 def test_decode_errors_name_the_place_the_feature_and_the_record():
     records = _records(x=[[1], [1, 2]])
     with pytest.raises(
-        RecordError, match=r"part-0: feature 'x' holds 2 values in record 1; the schema says a scalar"
+        RecordError, match=r"part-0: record 1: feature 'x' holds 2 values; the schema says a scalar"
     ):
         decode_records(records, pa.schema([("x", pa.int64())]), where="part-0")
     with pytest.raises(RecordError, match="feature 'x' holds int64 values; the schema says string"):
@@ -244,7 +244,9 @@ def test_decode_errors_name_the_place_the_feature_and_the_record():
         on_bad=lambda index, message: bad.append((index, message)),
     )
     assert batch.to_pydict() == {"x": [[1], [1]]}
-    assert bad[0][0] == 1 and "record 1 is not a valid Example" in bad[0][1]
+    assert bad[0][0] == 1 and bad[0][1].startswith("records: record 1: not a valid Example")
+    with pytest.raises(RecordError, match=r"f\.tfrecord: record 41: feature 'x' holds int64 values"):
+        decode_records(records[1:], pa.schema([("x", pa.string())]), where="f.tfrecord", first_index=41)
 
 
 def test_sequence_examples_decode_to_lists_of_lists():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -13,15 +12,12 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
+from beam_tensorize.io.files import match_files
 from beam_tensorize.kernels import avro
-from beam_tensorize.kernels.provenance import with_source
 
 __all__ = ["ReadAvro"]
 
 _LOGGER = logging.getLogger(__name__)
-
-_DEFAULT_SPLIT_BYTES = 64 << 20
-_DEFAULT_BATCH_ROWS = 8192
 
 
 class ReadAvro(beam.PTransform):
@@ -54,8 +50,8 @@ class ReadAvro(beam.PTransform):
         self,
         file_patterns: str | Sequence[str],
         columns: Sequence[str] | None = None,
-        batch_rows: int = _DEFAULT_BATCH_ROWS,
-        split_bytes: int = _DEFAULT_SPLIT_BYTES,
+        batch_rows: int = avro.DEFAULT_BATCH_ROWS,
+        split_bytes: int = avro.DEFAULT_SPLIT_BYTES,
     ):
         super().__init__()
         patterns = [file_patterns] if isinstance(file_patterns, str) else list(file_patterns)
@@ -72,29 +68,17 @@ class ReadAvro(beam.PTransform):
         return (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
-            | "MatchFiles" >> beam.FlatMap(_match_files)
+            | "MatchFiles" >> beam.FlatMap(match_files, "Avro")
             | "SplitIntoRanges" >> beam.FlatMap(_split_ranges, self._split_bytes)
             | "Redistribute" >> beam.Reshuffle()
             | "DecodeBlocks" >> beam.ParDo(_ReadAvroRangeFn(self._columns, self._batch_rows))
         )
 
 
-def _match_files(pattern: str) -> list[tuple[str, int]]:
-    matched = FileSystems.match([pattern])[0].metadata_list
-    if not matched:
-        raise FileNotFoundError(f"no Avro file matches the input pattern {pattern!r}")
-    return sorted((m.path, m.size_in_bytes) for m in matched)
-
-
 def _split_ranges(file: tuple[str, int], split_bytes: int) -> Iterator[tuple[str, int, int]]:
     path, size = file
-    start = 0
-    while True:
-        end = min(start + split_bytes, size)
+    for start, end in avro.split_ranges(size, split_bytes):
         yield path, start, end
-        if end >= size:
-            return
-        start = end
 
 
 class _ReadAvroRangeFn(beam.DoFn):
@@ -106,60 +90,10 @@ class _ReadAvroRangeFn(beam.DoFn):
         self._rows = Metrics.counter(metrics.NAMESPACE, metrics.ROWS_READ)
         self._batches = Metrics.counter(metrics.NAMESPACE, metrics.BATCHES_READ)
 
-    def setup(self):
-        self._schemas: dict[str, pa.Schema] = {}
-
-    def _arrow_schema(self, header: avro.AvroHeader, path: str) -> pa.Schema:
-        key = json.dumps(header.schema, sort_keys=True)
-        if key not in self._schemas:
-            schema = avro.avro_schema_to_arrow(header.schema)
-            columns = None
-            if self._columns is not None:
-                columns = [_resolve_column(name, schema.names, path) for name in self._columns]
-            try:
-                self._schemas[key] = avro.project_arrow_schema(schema, columns)
-            except ValueError as err:
-                raise ValueError(f"{path}: {err}") from None
-        return self._schemas[key]
-
     def process(self, element: tuple[str, int, int]) -> Iterable[pa.RecordBatch]:
         path, start, end = element
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            header = avro.read_header(f, path)
-            schema = self._arrow_schema(header, path)
-            pending: list[pa.RecordBatch] = []
-            pending_rows, first_offset = 0, None
-            for block in avro.iter_blocks(f, header, path, start, end):
-                batch = avro.decode_block(block, header, schema, path)
-                if first_offset is None:
-                    first_offset = block.offset
-                pending.append(batch)
-                pending_rows += batch.num_rows
-                if pending_rows >= self._batch_rows:
-                    yield self._emit(pending, path, first_offset)
-                    pending, pending_rows, first_offset = [], 0, None
-            if pending_rows:
-                yield self._emit(pending, path, first_offset)
-
-    def _emit(self, pending: list[pa.RecordBatch], path: str, offset: int) -> pa.RecordBatch:
-        batch = pending[0] if len(pending) == 1 else pa.concat_batches(pending)
-        self._rows.inc(batch.num_rows)
-        self._batches.inc()
-        return with_source(batch, path, offset)
-
-
-def _resolve_column(column: str, available: list[str], path: str) -> str:
-    name, dot, nested = column.partition(".")
-    return _resolve_name(name, available, path) + dot + nested
-
-
-def _resolve_name(name: str, available: list[str], path: str) -> str:
-    if name in available:
-        return name
-    folded = [n for n in available if n.lower() == name.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    raise ValueError(
-        f"{path}: the config reads column {name!r}, which this file does not have; "
-        f"its columns are: {', '.join(available)}"
-    )
+            for batch in avro.read_avro_range(f, path, self._columns, start, end, self._batch_rows):
+                self._rows.inc(batch.num_rows)
+                self._batches.inc()
+                yield batch

@@ -23,6 +23,7 @@ __all__ = [
     "HIVE_DEFAULT_PARTITION",
     "escape_partition_value",
     "infer_partition_column",
+    "partition_column",
     "parse_partition_path",
     "partition_path",
     "partition_value_strings",
@@ -201,3 +202,31 @@ def _is_float(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def partition_column(name: str, value: str | None, typ: pa.DataType, rows: int) -> pa.Array:
+    """A column repeating one partition value (text from a folder name) as `typ`.
+
+    Raises:
+        ValueError: the text is not a value of `typ`.
+
+    Example:
+        >>> partition_column("day", "7", pa.int64(), 2).to_pylist()
+        [7, 7]
+    """
+    if value is None:
+        return pa.nulls(rows, typ)
+    try:
+        if pa.types.is_integer(typ):
+            scalar = pa.scalar(int(value), typ)
+        elif pa.types.is_floating(typ):
+            scalar = pa.scalar(float(value), typ)
+        elif pa.types.is_boolean(typ):
+            if value not in ("true", "false"):
+                raise ValueError("not true or false")
+            scalar = pa.scalar(value == "true")
+        else:
+            scalar = pa.scalar(value, pa.string()).cast(typ)
+    except (ValueError, OverflowError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise ValueError(f"partition folder {name}={value}: the value is not a {typ} ({error})") from None
+    return pa.repeat(scalar, rows)

@@ -48,11 +48,21 @@ _KINDS = {pa.int64(): "int64", pa.float32(): "float", pa.large_binary(): "bytes"
 
 
 class RecordError(ValueError):
-    """A record that cannot be decoded (or does not fit the schema); `index` is its position."""
+    """A record that cannot be decoded or does not fit the schema.
 
-    def __init__(self, index: int, message: str):
-        super().__init__(message)
-        self.index = index
+    Attributes:
+        where: the records' source (e.g. a file name).
+        index: the record's position there.
+        problem: what is wrong.
+    """
+
+    def __init__(self, where: str, index: int, problem: str):
+        super().__init__(f"{where}: record {index}: {problem}")
+        self.where, self.index, self.problem = where, index, problem
+
+    def moved(self, where: str, index: int) -> RecordError:
+        """The same problem, for the record at `index` of `where`."""
+        return RecordError(where, index, self.problem)
 
 
 def _check_record_type(record_type: str) -> None:
@@ -70,7 +80,9 @@ def _decode_with_tfx_bsl(records: list[bytes], record_type: str) -> pa.RecordBat
         sequence = batch.column(_SEQUENCE_COLUMN)
         for field in sequence.type:
             if field.name in names:
-                raise RecordError(0, f"feature {field.name!r} is both a context feature and a feature list")
+                raise RecordError(
+                    "records", 0, f"feature {field.name!r} is both a context feature and a feature list"
+                )
             names.append(field.name)
             arrays.append(sequence.field(field.name))
     return pa.RecordBatch.from_arrays(arrays, names=names)
@@ -80,7 +92,7 @@ def raw_decode(records: Sequence[bytes], record_type: str = "Example") -> pa.Rec
     """Parses records into tfx_bsl's raw columns (one large_list column per feature seen).
 
     Raises:
-        RecordError: a record is not a valid message (`index` names the first one).
+        RecordError: a record is not a valid message (`index` is the first such record).
 
     Example:
         >>> from beam_tensorize.kernels.example_encoder import encode_examples
@@ -100,10 +112,14 @@ def raw_decode(records: Sequence[bytes], record_type: str = "Example") -> pa.Rec
     for index, record in enumerate(records):
         try:
             _decode_with_tfx_bsl([record], record_type)
-        except (RuntimeError, RecordError) as error:
-            raise RecordError(index, f"record {index} is not a valid {record_type}: {error}") from None
+        except RuntimeError as error:
+            raise RecordError("records", index, f"not a valid {record_type} ({error})") from None
+        except RecordError as error:
+            raise error.moved("records", index) from None
     # Every record decodes alone: the batch mixes kinds of one feature.
-    raise RecordError(0, f"records give one feature values of different kinds ({record_type})")
+    raise RecordError(
+        "records", 0, f"the records hold values of different kinds for one feature ({record_type})"
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -162,21 +178,14 @@ def _null_row_count(array: pa.Array) -> int:
     return array.null_count if not pa.types.is_null(array.type) else len(array)
 
 
-def _fail(where: str, index: int, message: str) -> None:
-    raise RecordError(index, f"{where}: {message}")
-
-
-def _scalar_from_lists(name: str, raw: pa.Array, where: str) -> pa.Array:
+def _scalar_from_lists(name: str, raw: pa.Array, where: str, first_index: int) -> pa.Array:
     """The one value of each list (null for a null or empty list)."""
     lengths = list_lengths(raw)
     too_long = np.flatnonzero(lengths > 1)
     if too_long.size:
         row = int(too_long[0])
-        _fail(
-            where,
-            row,
-            f"feature {name!r} holds {lengths[row]} values in record {row}; the schema says a scalar",
-        )
+        problem = f"feature {name!r} holds {lengths[row]} values; the schema says a scalar"
+        raise RecordError(where, first_index + row, problem)
     values = raw.flatten()
     if len(values) == 0:
         return pa.nulls(len(raw), values.type)
@@ -186,14 +195,18 @@ def _scalar_from_lists(name: str, raw: pa.Array, where: str) -> pa.Array:
     return pc.if_else(pa.array(has_one), taken, pa.scalar(None, values.type))
 
 
-def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str) -> pa.Array:
+def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str, first_index: int) -> pa.Array:
     try:
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise RecordError(0, f"{where}: feature {name!r} cannot be read as {target}: {error}") from None
+        raise RecordError(
+            where, first_index, f"feature {name!r} cannot be read as {target}: {error}"
+        ) from None
 
 
-def conform(raw: pa.RecordBatch, schema: pa.Schema, where: str = "records") -> pa.RecordBatch:
+def conform(
+    raw: pa.RecordBatch, schema: pa.Schema, where: str = "records", first_index: int = 0
+) -> pa.RecordBatch:
     """Turns raw decoded columns (see `raw_decode`) into the columns of `schema`.
 
     A feature the records lack reads as nulls; features not in the schema are dropped. A
@@ -202,8 +215,9 @@ def conform(raw: pa.RecordBatch, schema: pa.Schema, where: str = "records") -> p
 
     Raises:
         RecordError: a feature's kind does not match its field, a scalar field meets a record
-            with several values, or bytes are not UTF-8 for a string field. The message starts
-            with `where` and names the feature.
+            with several values, or bytes are not UTF-8 for a string field. The message names
+            `where`, the record (counting from `first_index`) and the feature; for a problem of
+            the whole batch, its first record.
 
     Example:
         >>> raw = pa.RecordBatch.from_pydict({"x": pa.array([[1], []], pa.large_list(pa.int64()))})
@@ -220,18 +234,17 @@ def conform(raw: pa.RecordBatch, schema: pa.Schema, where: str = "records") -> p
         column = raw.column(field.name)
         have_kind = _KINDS.get(_leaf(column.type))
         want_kind = _kind_of_type(target)
+        first = first_index + int(np.argmax(np.asarray(column.is_valid(), dtype=bool)))
         if have_kind != want_kind:
-            _fail(where, 0, f"feature {field.name!r} holds {have_kind} values; the schema says {target}")
+            problem = f"feature {field.name!r} holds {have_kind} values; the schema says {target}"
+            raise RecordError(where, first, problem)
         have_depth, want_depth = _depth(column.type), max(_depth(target), 1)
         if have_depth != want_depth:
             what = "a feature list" if have_depth == 2 else "a feature"
-            _fail(where, 0, f"feature {field.name!r} is {what}; the schema says {target}")
+            raise RecordError(where, first, f"feature {field.name!r} is {what}; the schema says {target}")
         if _depth(target) == 0:
-            columns.append(
-                _cast_values(field.name, _scalar_from_lists(field.name, column, where), target, where)
-            )
-        else:
-            columns.append(_cast_values(field.name, column, target, where))
+            column = _scalar_from_lists(field.name, column, where, first_index)
+        columns.append(_cast_values(field.name, column, target, where, first))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -247,6 +260,7 @@ def decode_records(
     record_type: str = "Example",
     where: str = "records",
     on_bad: Callable[[int, str], None] | None = None,
+    first_index: int = 0,
 ) -> pa.RecordBatch:
     """Serialized records -> a RecordBatch of `schema`.
 
@@ -257,6 +271,8 @@ def decode_records(
         where: names the records in errors (e.g. a file name).
         on_bad: without it a bad record raises `RecordError`; with it, it is called as
             `on_bad(index, message)` and the record is left out.
+        first_index: the number of the first record (in messages and `on_bad` indices), e.g.
+            its position in its file.
 
     Example:
         >>> from beam_tensorize.kernels.example_encoder import encode_examples
@@ -266,19 +282,18 @@ def decode_records(
     """
     records = list(records)
     try:
-        return conform(raw_decode(records, record_type), schema, where)
-    except RecordError:
+        return conform(raw_decode(records, record_type), schema, where, first_index)
+    except RecordError as error:
         if on_bad is None and len(records) == 1:
-            raise
+            raise error.moved(where, first_index) from None
     parts = []
-    for index, record in enumerate(records):
+    for index, record in enumerate(records, first_index):
         try:
-            parts.append(conform(raw_decode([record], record_type), schema, where))
+            parts.append(conform(raw_decode([record], record_type), schema, where, index))
         except RecordError as error:
-            message = str(error).replace("record 0", f"record {index}")
             if on_bad is None:
-                raise RecordError(index, message) from None
-            on_bad(index, message)
+                raise error.moved(where, index) from None
+            on_bad(index, str(error.moved(where, index)))
     if not parts:
         return pa.RecordBatch.from_pylist([], schema=schema)
     return pa.Table.from_batches(parts, schema=schema).combine_chunks().to_batches()[0]
@@ -369,12 +384,12 @@ class SchemaInference:
             raw = raw_decode(records, self.record_type)
         except RecordError as error:
             if len(records) == 1:
-                raise RecordError(error.index, f"{where}: {error}") from None
+                raise error.moved(where, error.index) from None
             for index, record in enumerate(records):
                 try:
                     self._observe_raw(raw_decode([record], self.record_type))
                 except RecordError as single:
-                    raise RecordError(index, f"{where}: record {index}: {single}") from None
+                    raise single.moved(where, index) from None
             return
         self._observe_raw(raw)
 
