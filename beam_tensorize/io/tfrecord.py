@@ -226,8 +226,7 @@ class _AssignShardsFn(beam.DoFn):
         for path, part in split_by_partition(batch, self._partition_by):
             records = _records_of(part, self._record_type, self._record_column)
             key = order_key(batch, fallback=bytes(records[0].as_py()) + str(len(records)).encode())
-            digest = hashlib.sha256(f"{key}\0{path}".encode()).digest()
-            start = int.from_bytes(digest[:8], "little") % self._num_shards
+            start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") % self._num_shards
             shard_of_row = (start + np.arange(len(records))) % self._num_shards
             for shard in np.unique(shard_of_row):
                 yield (path, int(shard)), (key, records.filter(pa.array(shard_of_row == shard)))
