@@ -311,3 +311,15 @@ def test_conform_of_empty_raw_batch_keeps_the_schema():
     out = conform(raw, pa.schema([("x", pa.int64())]))
     assert out.num_rows == 0 and out.schema.names == ["x"]
     assert np.asarray(out.column(0)).size == 0
+
+
+def test_feature_list_int64_values_keep_all_64_bits():
+    """tfx_bsl's SequenceExample decoder truncates these to int32; ours must not."""
+    batch = pa.RecordBatch.from_pydict({"steps": [[[2**31, 2**40, -(2**63)]], None]})
+    records = encode_sequence_examples(batch).to_pylist()
+    schema = pa.schema([("steps", pa.list_(pa.list_(pa.int64())))])
+    assert decode_records(records, schema, "SequenceExample").to_pydict() == {
+        "steps": [[[2**31, 2**40, -(2**63)]], []]
+    }
+    with pytest.raises(RecordError, match="record 0: not a valid SequenceExample"):
+        raw_decode([b"\x12\x05\x0a\x09"], "SequenceExample")

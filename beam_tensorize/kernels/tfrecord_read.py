@@ -1,8 +1,8 @@
 """Serialized TFRecord payloads -> Arrow: decoding with a schema, and schema inference.
 
-Records are parsed by tfx_bsl's C++ decoders (no TensorFlow import), which give one
-``large_list`` column per feature (``large_list<large_list<...>>`` for SequenceExample feature
-lists). `conform` turns that into the columns a schema asks for; `SchemaInference` collects
+Records are parsed by tfx_bsl's C++ Example decoder (no TensorFlow import), which gives one
+``large_list`` column per feature; SequenceExample feature lists are split into their steps
+here and the steps decoded the same way (``large_list<large_list<...>>`` columns). `conform` turns that into the columns a schema asks for; `SchemaInference` collects
 what a sample of records holds and derives a schema with these rules:
 
 * Int64List -> int64, FloatList -> float32, BytesList -> string (binary if a value is not
@@ -18,13 +18,12 @@ binary column named `byteArray`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
-from tfx_bsl.coders.sequence_example_coder import SequenceExamplesToRecordBatchDecoder
 
 from beam_tensorize.kernels.expressions import is_list_type, list_lengths
 
@@ -43,7 +42,6 @@ __all__ = [
 RECORD_TYPES = ("Example", "SequenceExample", "ByteArray")
 #: The column a "ByteArray" read gives (Spark-TFRecord's name).
 BYTE_ARRAY_COLUMN = "byteArray"
-_SEQUENCE_COLUMN = "##sequence_features##"
 _KINDS = {pa.int64(): "int64", pa.float32(): "float", pa.large_binary(): "bytes"}
 
 
@@ -70,21 +68,106 @@ def _check_record_type(record_type: str) -> None:
         raise ValueError(f"record type {record_type!r} is not one of {', '.join(RECORD_TYPES)}")
 
 
+def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, bytes | None]]:
+    """(field number, payload) of each field of a message; payload None for non-bytes fields."""
+    pos = 0
+    while pos < len(data):
+        key, pos = _varint_at(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 2:
+            size, pos = _varint_at(data, pos)
+            if pos + size > len(data):
+                raise ValueError("truncated field")
+            yield number, data[pos : pos + size]
+            pos += size
+        elif wire == 0:
+            _, pos = _varint_at(data, pos)
+            yield number, None
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+            yield number, None
+        else:
+            raise ValueError(f"wire type {wire}")
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _as_example(feature: bytes) -> bytes:
+    """`Example{features{feature{key: "v" value: <feature>}}}` around one serialized Feature."""
+    entry = b"\n\x01v\x12" + _varint_bytes(len(feature)) + feature
+    features = b"\n" + _varint_bytes(len(entry)) + entry
+    return b"\n" + _varint_bytes(len(features)) + features
+
+
+def _feature_lists(records: list[bytes]) -> dict[str, pa.Array]:
+    """The feature lists of SequenceExamples, one list<list<...>> column per name.
+
+    The `Feature` messages of every step are decoded by tfx_bsl's Example decoder (its
+    SequenceExample decoder truncates int64 feature-list values to 32 bits).
+    """
+    per_record: list[dict[str, list[bytes]]] = []
+    for index, record in enumerate(records):
+        lists: dict[str, list[bytes]] = {}
+        try:
+            for number, payload in _fields(record):
+                if number != 2 or payload is None:
+                    continue
+                for entry_number, entry in _fields(payload):
+                    if entry_number != 1 or entry is None:
+                        continue
+                    entry_fields = dict(_fields(entry))
+                    name = (entry_fields.get(1) or b"").decode("utf-8")
+                    steps = [f for n, f in _fields(entry_fields.get(2) or b"") if n == 1 and f is not None]
+                    lists[name] = steps
+        except (ValueError, UnicodeDecodeError) as error:
+            raise RecordError("records", index, f"not a valid SequenceExample ({error})") from None
+        per_record.append(lists)
+    columns = {}
+    for name in sorted({name for lists in per_record for name in lists}):
+        offsets, valid, steps = [0], [], []
+        for lists in per_record:
+            present = name in lists
+            valid.append(present)
+            steps.extend(lists.get(name, ()))
+            offsets.append(len(steps))
+        decoded = ExamplesToRecordBatchDecoder().DecodeBatch([_as_example(f) for f in steps])
+        values = decoded.column(0) if decoded.num_columns else pa.nulls(len(steps))
+        mask = pa.array([not v for v in valid])
+        columns[name] = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values, mask=mask)
+    return columns
+
+
 def _decode_with_tfx_bsl(records: list[bytes], record_type: str) -> pa.RecordBatch:
+    # A SequenceExample's context is field 1, as an Example's features: the Example decoder
+    # reads it and skips the feature lists (field 2).
+    batch = ExamplesToRecordBatchDecoder().DecodeBatch(records)
     if record_type == "Example":
-        return ExamplesToRecordBatchDecoder().DecodeBatch(records)
-    batch = SequenceExamplesToRecordBatchDecoder(_SEQUENCE_COLUMN).DecodeBatch(records)
-    names = [n for n in batch.schema.names if n != _SEQUENCE_COLUMN]
-    arrays = [batch.column(n) for n in names]
-    if _SEQUENCE_COLUMN in batch.schema.names:
-        sequence = batch.column(_SEQUENCE_COLUMN)
-        for field in sequence.type:
-            if field.name in names:
-                raise RecordError(
-                    "records", 0, f"feature {field.name!r} is both a context feature and a feature list"
-                )
-            names.append(field.name)
-            arrays.append(sequence.field(field.name))
+        return batch
+    names, arrays = list(batch.schema.names), list(batch.columns)
+    for name, column in _feature_lists(records).items():
+        if name in names:
+            raise RecordError("records", 0, f"feature {name!r} is both a context feature and a feature list")
+        names.append(name)
+        arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
@@ -235,6 +318,9 @@ def conform(
         have_kind = _KINDS.get(_leaf(column.type))
         want_kind = _kind_of_type(target)
         first = first_index + int(np.argmax(np.asarray(column.is_valid(), dtype=bool)))
+        if have_kind is None:  # no values in any record: only empty lists, any kind fits
+            columns.append(_cast_values(field.name, column, target, where, first_index))
+            continue
         if have_kind != want_kind:
             problem = f"feature {field.name!r} holds {have_kind} values; the schema says {target}"
             raise RecordError(where, first, problem)
@@ -281,6 +367,10 @@ def decode_records(
         {'x': [[1, 2], [3]]}
     """
     records = list(records)
+    if record_type == "ByteArray":
+        return pa.RecordBatch.from_arrays(
+            [pa.array(records, pa.binary()).cast(schema.field(0).type)], schema=schema
+        )
     try:
         return conform(raw_decode(records, record_type), schema, where, first_index)
     except RecordError as error:
