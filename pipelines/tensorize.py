@@ -70,14 +70,15 @@ class TensorizeOptions(PipelineOptions):
             "--compression",
             default="none",
             choices=tuple(COMPRESSIONS),
-            help="Compression of the TFRecord files (gzip gives .tfrecord.gz).",
+            help="Compression of the TFRecord files (gzip gives .tfrecord.gz, zlib .tfrecord.zlib).",
         )
         parser.add_argument(
             "--save_mode",
             default=None,
             choices=SAVE_MODES,
-            help="If the split folder already holds files: error (default) or overwrite. "
-            "The bundled-sample run defaults to overwrite.",
+            help="If the split folder already holds files: error (default), overwrite, "
+            "overwrite_partitions (replace only the partitions in the new data), append, or ignore "
+            "(write nothing). The bundled-sample run defaults to overwrite.",
         )
         parser.add_argument(
             "--max_bad_records_ratio",
@@ -112,6 +113,12 @@ class TensorizeOptions(PipelineOptions):
             default=None,
             help="Comma-separated input columns written as they are beside the tensors (numbers, "
             "strings, bytes or lists of them); see the metadata's extraColumns.",
+        )
+        parser.add_argument(
+            "--partition_by",
+            default=None,
+            help="Comma-separated scalar tensors or extra columns that name Hive-style partition "
+            "folders <split>/<col>=<value>/, outermost first (left out of the records).",
         )
         parser.add_argument(
             "--batch_rows",
@@ -155,8 +162,10 @@ def _resolve(options: TensorizeOptions) -> dict:
                 )
             groups.append(names)
     extra = [c.strip() for c in (options.extra_columns_to_keep or "").split(",") if c.strip()]
+    partition_by = [c.strip() for c in (options.partition_by or "").split(",") if c.strip()]
     return {
         "extra": extra,
+        "partition_by": partition_by,
         "groups": groups,
         "patterns": patterns,
         "config": SAMPLE_CONFIG if sample else options.config,
@@ -189,6 +198,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
             external_feature_lists=options.external_feature_lists,
             filter_zeros=options.filter_zeros,
             extra_columns=settings["extra"],
+            partition_by=settings["partition_by"],
         )
     )
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
@@ -39,10 +40,13 @@ class EncodeExamples(beam.PTransform):
     Args:
         config: the parsed config.
         tensors: optional subset of `config.tensors` (must match the input columns).
+        keep_columns: columns passed through as they are beside `serialized` and left out of
+            the Examples (e.g. the partition columns of `WriteTFRecord(partition_by=...)`).
 
     Returns (from `expand`):
-        A `DoOutputsTuple`: `.examples` — batches with one binary column `serialized`, keeping
-        the source tags; `.dead_letters` — dicts `{"source", "reason", "tensors"}`.
+        A `DoOutputsTuple`: `.examples` — batches with a binary column `serialized` (plus the
+        kept columns), keeping the source tags; `.dead_letters` — dicts `{"source", "reason",
+        "tensors"}`.
 
     Example:
         >>> import apache_beam as beam
@@ -60,28 +64,47 @@ class EncodeExamples(beam.PTransform):
         300
     """
 
-    def __init__(self, config: TensorizeConfig, tensors: Sequence[TensorConfig] | None = None):
+    def __init__(
+        self,
+        config: TensorizeConfig,
+        tensors: Sequence[TensorConfig] | None = None,
+        keep_columns: Sequence[str] = (),
+    ):
         super().__init__()
-        self._layouts = tuple(layout_of(t) for t in (config.tensors if tensors is None else tensors))
+        keep = tuple(keep_columns)
+        tensors = config.tensors if tensors is None else tensors
+        self._layouts = tuple(layout_of(t) for t in tensors if t.name not in keep)
+        self._keep = keep
 
     def expand(self, tensor_batches):
-        return tensor_batches | "EncodeExamples" >> beam.ParDo(_EncodeExamplesFn(self._layouts)).with_outputs(
-            DEAD_LETTERS, main=EXAMPLES
-        )
+        return tensor_batches | "EncodeExamples" >> beam.ParDo(
+            _EncodeExamplesFn(self._layouts, self._keep)
+        ).with_outputs(DEAD_LETTERS, main=EXAMPLES)
 
 
 class _EncodeExamplesFn(beam.DoFn):
-    def __init__(self, layouts: tuple[FeatureLayout, ...]):
+    def __init__(self, layouts: tuple[FeatureLayout, ...], keep: tuple[str, ...]):
         self._layouts = layouts
+        self._keep = keep
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, batch: pa.RecordBatch):
-        known = {layout.name for layout in self._layouts}
+        missing = [name for name in self._keep if name not in batch.schema.names]
+        if missing:
+            raise KeyError(f"EncodeExamples: columns to keep {missing} are not among {batch.schema.names}")
+        known = {layout.name for layout in self._layouts} | set(self._keep)
         extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
-        result = to_feature_columns(batch, self._layouts + tuple(extra))
+        encoded = batch.drop_columns(list(self._keep)) if self._keep else batch
+        result = to_feature_columns(encoded, self._layouts + tuple(extra))
         serialized = encode_examples(result.features)
-        schema = pa.schema([pa.field(SERIALIZED_COLUMN, serialized.type)], metadata=batch.schema.metadata)
-        yield pa.RecordBatch.from_arrays([serialized], schema=schema)
+        kept = batch.select(list(self._keep))
+        if len(result.bad_rows):
+            good = np.ones(batch.num_rows, bool)
+            good[result.bad_rows] = False
+            kept = kept.filter(pa.array(good))
+        fields = [pa.field(SERIALIZED_COLUMN, serialized.type), *kept.schema]
+        schema = pa.schema(fields, metadata=batch.schema.metadata)
+        yield pa.RecordBatch.from_arrays([serialized, *kept.columns], schema=schema)
         if len(result.bad_rows):
             self._bad.inc(len(result.bad_rows))
             rows = batch.take(pa.array(result.bad_rows)).to_pylist()

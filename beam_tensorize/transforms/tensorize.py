@@ -13,7 +13,7 @@ from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.files import write_text_atomically
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
-from beam_tensorize.kernels.features import layout_for_column
+from beam_tensorize.kernels.features import layout_for_column, layout_of
 from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples, dead_letter_json
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
@@ -67,9 +67,14 @@ class Tensorize(beam.PTransform):
         config: the parsed config.
         output_dir: output folder (local, gs://, s3://, ...).
         execution_mode: "train", "validation" or "test" (selects the split folder).
-        num_shards: TFRecord files to write.
-        compression: "none" or "gzip".
-        save_mode: "error" (the split folder must be empty) or "overwrite".
+        num_shards: TFRecord files to write (per partition when partitioned).
+        compression: "none", "gzip" or "zlib".
+        save_mode: what to do when the split folder already holds files (see `WriteTFRecord`):
+            "error", "overwrite", "overwrite_partitions", "append" or "ignore" (then the job
+            writes nothing at all: no records, dead letters, metadata or feature lists).
+        partition_by: tensors or extra columns (scalars) that name Hive-style partition folders
+            `<split>/<col>=<value>/`, outermost first; they are left out of the records and
+            listed in the metadata's `partitionColumns`.
         max_bad_records_ratio: fail the job, committing nothing, when bad rows / all rows
             exceeds this (0 = any bad record fails the job; bad records are still written to
             the dead-letter folder for inspection).
@@ -106,6 +111,7 @@ class Tensorize(beam.PTransform):
         external_feature_lists: str | None = None,
         filter_zeros: bool = False,
         extra_columns: Sequence[str] = (),
+        partition_by: Sequence[str] = (),
     ):
         super().__init__()
         if execution_mode not in SPLIT_FOLDERS:
@@ -129,6 +135,8 @@ class Tensorize(beam.PTransform):
         self._compression = compression
         self._save_mode = save_mode
         self._max_bad_ratio = max_bad_records_ratio
+        self._partition_by = tuple(partition_by)
+        _check_partition_columns(config, self._partition_by, self._extra)
 
     @staticmethod
     def input_columns(config: TensorizeConfig, extra_columns: Sequence[str] = ()) -> list[str]:
@@ -169,7 +177,13 @@ class Tensorize(beam.PTransform):
         encoded = (
             hashed
             | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, self._filter_zeros)
-            | "EncodeExamples" >> EncodeExamples(config)
+            | "EncodeExamples" >> EncodeExamples(config, keep_columns=self._partition_by)
+        )
+        split_dir = posixpath.join(out, split)
+        ignoring = (
+            pipeline
+            | "SplitFolder" >> beam.Create([split_dir])
+            | "IgnoreExisting?" >> beam.Map(_ignoring, self._save_mode)
         )
         # One place sees every batch's row count and every bad record: it writes the dead
         # letters (so they are there to inspect even when the check fails the job), then
@@ -185,20 +199,28 @@ class Tensorize(beam.PTransform):
             | "GatherCounts" >> beam.GroupByKey()
             | "CheckBadRecords"
             >> beam.Map(
-                _check_bad_records, posixpath.join(out, DEAD_LETTER_FOLDER, split), self._max_bad_ratio
+                _check_bad_records,
+                posixpath.join(out, DEAD_LETTER_FOLDER, split),
+                self._max_bad_ratio,
+                beam.pvalue.AsSingleton(ignoring),
             )
         )
-        gate = counts | "MarkIncomplete" >> beam.Map(_remove_success_marker, out)
+        gate = counts | "MarkIncomplete" >> beam.Map(
+            _remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
+        )
         written = encoded.examples | "WriteTFRecord" >> WriteTFRecord(
-            posixpath.join(out, split),
+            split_dir,
             num_shards=self._num_shards,
             compression=self._compression,
             save_mode=self._save_mode,
             record_type="ByteArray",
             record_column=SERIALIZED_COLUMN,
+            partition_by=self._partition_by,
             write_success_file=False,
             commit_gate=gate,
         )
+        skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
+        written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
             _describe_split, split, beam.pvalue.AsSingleton(counts)
         )
@@ -210,9 +232,13 @@ class Tensorize(beam.PTransform):
             write_feature_lists=self._mode == "train",
             extra_columns=extra_layouts,
         )
-        result = metadata | "WriteSuccess" >> beam.Map(
+        done = metadata | "WriteSuccess" >> beam.Map(
             _write_success, out, split, beam.pvalue.AsSingleton(splits)
         )
+        untouched = skipped | "NothingWritten" >> beam.Map(
+            lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
+        )
+        result = (done, untouched) | "Result" >> beam.Flatten()
         return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
 
 
@@ -226,9 +252,38 @@ def _first_layouts(candidates) -> tuple:
     return min(found, key=repr) if found else ()
 
 
-def _check_bad_records(grouped, folder: str, max_ratio: float) -> dict:
+def _check_partition_columns(config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...]) -> None:
+    """Partition columns must be scalar tensors or extra columns (checked when built)."""
+    tensors = {t.name: t for t in config.tensors}
+    for name in names:
+        if name in tensors:
+            layout = layout_of(tensors[name])
+            if layout.kind != "fixed_len" or layout.shape != ():
+                raise ValueError(
+                    f"partition_by: tensor {name!r} is not a scalar (shape {list(layout.shape)}, "
+                    f"{layout.kind}); only one value per record can name a folder"
+                )
+        elif name not in extra:
+            raise ValueError(
+                f"partition_by: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError(f"partition_by: {list(names)} names a column twice")
+
+
+def _ignoring(split_dir: str, save_mode: str) -> bool:
+    """Save mode `ignore` and the split folder holds files: the job writes nothing."""
+    if save_mode != "ignore":
+        return False
+    try:
+        return bool(FileSystems.match([posixpath.join(split_dir, "**")])[0].metadata_list)
+    except Exception:  # noqa: BLE001 - a folder that does not exist holds nothing
+        return False
+
+
+def _check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
     """Write every bad record as sorted JSON lines (replacing an older file), then fail the job
-    if too many rows were bad; else the counts."""
+    if too many rows were bad; else the counts. (Nothing is written when ignoring.)"""
     good, lines = 0, []
     for kind, value in grouped[1]:
         if kind == _GOOD:
@@ -236,6 +291,8 @@ def _check_bad_records(grouped, folder: str, max_ratio: float) -> dict:
         else:
             lines.append(value)
     lines.sort()
+    if ignoring:
+        return {"numRecords": good, "badRecords": len(lines)}
     write_text_atomically(posixpath.join(folder, DEAD_LETTER_FILE), "".join(f"{line}\n" for line in lines))
     bad, total = len(lines), good + len(lines)
     if bad and bad / total > max_ratio:
@@ -246,9 +303,9 @@ def _check_bad_records(grouped, folder: str, max_ratio: float) -> dict:
     return {"numRecords": good, "badRecords": bad}
 
 
-def _remove_success_marker(counts: dict, out: str) -> dict:
+def _remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
     marker = posixpath.join(out, SUCCESS_FILE)
-    if FileSystems.exists(marker):
+    if not ignoring and FileSystems.exists(marker):
         FileSystems.delete([marker])
     return counts
 
