@@ -55,6 +55,32 @@ def parse_spec(metadata: Mapping, include_labels: bool = True) -> dict:
     return {entry["name"]: _feature(entry) for entry in entries}
 
 
+def _partition_value(text: str | None, feature) -> tf.Tensor:
+    dtype = feature.dtype
+    if text is None:
+        return tf.constant("" if dtype == tf.string else 0, dtype)
+    if dtype == tf.string:
+        return tf.constant(text)
+    return tf.constant(float(text) if dtype.is_floating else int(text), dtype)
+
+
+def _partitioned_records(paths, relative, columns, spec, compression) -> tf.data.Dataset:
+    """(record, {partition column: value}) pairs, file after file."""
+    from beam_tensorize.kernels.partitions import parse_partition_path
+
+    empty = {c: _partition_value(None, spec[c]) for c in columns}
+    datasets = [tf.data.TFRecordDataset([], compression_type=compression).map(lambda r: (r, empty))]
+    for path, name in zip(paths, relative, strict=True):
+        folders = dict(parse_partition_path(posixpath.dirname(name)))
+        values = {c: _partition_value(folders.get(c), spec[c]) for c in columns}
+        records = tf.data.TFRecordDataset([path], compression_type=compression)
+        datasets.append(records.map(lambda record, values=values: (record, values)))
+    dataset = datasets[-1] if len(datasets) == 1 else datasets[1]
+    for more in datasets[2:]:
+        dataset = dataset.concatenate(more)
+    return dataset
+
+
 def make_dataset(
     output_dir: str,
     split: str = "train",
@@ -70,16 +96,30 @@ def make_dataset(
         labels: yield `(features, labels)` pairs; otherwise one dict of all tensors.
 
     Returns:
-        A `tf.data.Dataset` over the committed files, in file order.
+        A `tf.data.Dataset` over the committed files, in file order. For a partitioned split
+        (`--partition_by`), the partition tensors come from the files' `<col>=<value>` folders
+        (a null value, `__HIVE_DEFAULT_PARTITION__`, gives 0 or "").
     """
     metadata = load_metadata(output_dir)
     folder = _SPLITS.get(split, split)
-    files = [posixpath.join(output_dir.rstrip("/"), folder, f) for f in metadata["data"][folder]["files"]]
-    compression = "GZIP" if metadata.get("compression") == "GZIP" else ""
+    data = metadata["data"][folder]
+    files = [posixpath.join(output_dir.rstrip("/"), folder, f) for f in data["files"]]
+    compression = {"GZIP": "GZIP", "ZLIB": "ZLIB"}.get(metadata.get("compression"), "")
     spec = parse_spec(metadata)
     label_names = [entry["name"] for entry in metadata["labels"]]
-    dataset = tf.data.TFRecordDataset(files, compression_type=compression)
-    dataset = dataset.batch(batch_size).map(lambda records: tf.io.parse_example(records, spec))
+    partition_columns = data.get("partitionColumns", [])
+    if partition_columns:
+        dataset = _partitioned_records(files, data["files"], partition_columns, spec, compression)
+        record_spec = {k: v for k, v in spec.items() if k not in partition_columns}
+
+        def parse(records, values):
+            parsed = tf.io.parse_example(records, record_spec)
+            return {**parsed, **values}
+
+        dataset = dataset.batch(batch_size).map(parse)
+    else:
+        dataset = tf.data.TFRecordDataset(files, compression_type=compression)
+        dataset = dataset.batch(batch_size).map(lambda records: tf.io.parse_example(records, spec))
     if labels:
         dataset = dataset.map(
             lambda parsed: (

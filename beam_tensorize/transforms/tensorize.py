@@ -222,7 +222,7 @@ class Tensorize(beam.PTransform):
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
-            _describe_split, split, beam.pvalue.AsSingleton(counts)
+            _describe_split, split, beam.pvalue.AsSingleton(counts), self._partition_by
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
@@ -310,14 +310,15 @@ def _remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> di
     return counts
 
 
-def _describe_split(written: dict, split: str, counts: dict) -> dict:
-    return {
-        split: {
-            "files": written["files"],
-            "numRecords": written["numRecords"],
-            "badRecords": counts["badRecords"],
-        }
+def _describe_split(written: dict, split: str, counts: dict, partition_by: tuple[str, ...] = ()) -> dict:
+    info = {
+        "files": written["files"],
+        "numRecords": written["numRecords"],
+        "badRecords": counts["badRecords"],
     }
+    if partition_by:  # the files sit in <col>=<value>/ folders; the values are not in the records
+        info["partitionColumns"] = list(partition_by)
+    return {split: info}
 
 
 def _write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
