@@ -27,6 +27,7 @@ _LAZY = {
     "sample": "beam_tensorize.sample",
     "ReadAvro": "beam_tensorize.io",
     "WriteTFRecord": "beam_tensorize.io",
+    "ReadTFRecord": "beam_tensorize.io",
     "ApplyFeatureLists": "beam_tensorize.transforms",
     "BuildFeatureLists": "beam_tensorize.transforms",
     "BuildVocab": "beam_tensorize.transforms",
