@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
@@ -262,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    split_dir = posixpath.join(settings["output"], SPLIT_FOLDERS[options.execution_mode])
+    held_data = settings["save_mode"] == "ignore" and bool(_files_in(split_dir))
     try:
         result = pipeline.run()
         if pipeline_options.view_as(TestOptions).dry_run:
@@ -276,8 +279,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    if held_data:
+        print(f"{split_dir} already held data; with --save_mode ignore nothing was written.")
+        return 0
     print(_summary(settings, options, result))
     return 0
+
+
+def _files_in(folder: str) -> list:
+    try:
+        return FileSystems.match([posixpath.join(folder, "**")])[0].metadata_list
+    except Exception:  # noqa: BLE001 - no folder, no files
+        return []
 
 
 def _runner_name(options: PipelineOptions) -> str:

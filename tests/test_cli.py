@@ -283,3 +283,13 @@ def test_partition_by_writes_the_hive_layout_and_every_row_reads_back(tmp_path, 
     expected = sorted(_parsed_rows(sample_run), key=lambda r: (r["movieId"], r["userId"]))
     assert [r["numGenres"] for r in by_movie] == [r["numGenres"] for r in expected]
     assert [r["genreIds"] for r in by_movie] == [r["genreIds"] for r in expected]
+
+
+def test_save_mode_ignore_leaves_an_existing_output_alone(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["--output", str(out), "--num_shards", "2"]) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["--output", str(out), "--num_shards", "3", "--save_mode", "ignore", "--filter_zeros"]) == 0
+    assert "trainingData already held data; with --save_mode ignore nothing was written" in capsys.readouterr().out
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
