@@ -284,14 +284,16 @@ class ReadTFRecord(beam.PTransform):
             | "ReadFiles"
             >> beam.ParDo(
                 _ReadFileFn(
-                    files.base,
-                    self._record_schema,
-                    self._partition_fields,
-                    self._record_type,
-                    self._compression,
-                    self._verify_crc,
-                    self._dead_letters,
-                    self._batch_rows,
+                    _FileReading(
+                        files.base,
+                        self._record_schema,
+                        self._partition_fields,
+                        self._record_type,
+                        self._compression,
+                        self._verify_crc,
+                        self._dead_letters,
+                        self._batch_rows,
+                    )
                 )
             ).with_outputs(DEAD_LETTERS, main=_BATCHES)
         )
@@ -300,31 +302,27 @@ class ReadTFRecord(beam.PTransform):
         return read[_BATCHES]
 
 
+class _FileReading(NamedTuple):
+    """What `_ReadFileFn` needs to turn one file into batches."""
+
+    base: str
+    record_schema: pa.Schema
+    partition_fields: tuple
+    record_type: str
+    compression: str
+    verify_crc: bool
+    dead_letters: bool
+    batch_rows: int
+
+
 class _ReadFileFn(beam.DoFn):
-    def __init__(
-        self,
-        base: str,
-        record_schema: pa.Schema,
-        partition_fields: tuple,
-        record_type: str,
-        compression: str,
-        verify_crc: bool,
-        dead_letters: bool,
-        batch_rows: int,
-    ):
-        self._base = base
-        self._record_schema = record_schema
-        self._partition_fields = partition_fields
-        self._record_type = record_type
-        self._compression = compression
-        self._verify_crc = verify_crc
-        self._dead_letters = dead_letters
-        self._batch_rows = batch_rows
+    def __init__(self, reading: _FileReading):
+        self._reading = reading
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, path: str):
-        folders = dict(parse_partition_path(posixpath.dirname(_relative(self._base, path))))
-        missing = [f.name for f in self._partition_fields if f.name not in folders]
+        folders = dict(parse_partition_path(posixpath.dirname(_relative(self._reading.base, path))))
+        missing = [f.name for f in self._reading.partition_fields if f.name not in folders]
         if missing:
             raise ValueError(f"{path}: not inside partition folder(s) {missing} like the other files")
         bad: list[dict] = []
@@ -338,7 +336,10 @@ class _ReadFileFn(beam.DoFn):
             bad.append({"source": path, "record": index, "offset": None, "reason": message})
 
         records = _open_records(
-            path, self._compression, self._verify_crc, on_corrupt if self._dead_letters else None
+            path,
+            self._reading.compression,
+            self._reading.verify_crc,
+            on_corrupt if self._reading.dead_letters else None,
         )
         chunk: list[bytes] = []
         start = read = 0
@@ -351,7 +352,7 @@ class _ReadFileFn(beam.DoFn):
                 start = index
             chunk.append(record)
             read += 1
-            if len(chunk) >= self._batch_rows:
+            if len(chunk) >= self._reading.batch_rows:
                 yield from self._batch(path, chunk, start, folders, on_bad, bad)
                 chunk = []
         yield from self._batch(path, chunk, start, folders, on_bad, bad)
@@ -360,17 +361,17 @@ class _ReadFileFn(beam.DoFn):
         if chunk:
             batch = decode_records(
                 chunk,
-                self._record_schema,
-                self._record_type,
+                self._reading.record_schema,
+                self._reading.record_type,
                 where=path,
-                on_bad=on_bad if self._dead_letters else None,
+                on_bad=on_bad if self._reading.dead_letters else None,
                 first_index=first,
             )
             columns = list(batch.columns) + [
                 partition_column(f.name, folders[f.name], f.type, batch.num_rows)
-                for f in self._partition_fields
+                for f in self._reading.partition_fields
             ]
-            names = self._record_schema.names + [f.name for f in self._partition_fields]
+            names = self._reading.record_schema.names + [f.name for f in self._reading.partition_fields]
             if batch.num_rows:
                 yield pa.RecordBatch.from_arrays(columns, names=names)
         for letter in bad:

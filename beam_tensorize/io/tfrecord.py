@@ -8,6 +8,7 @@ import logging
 import posixpath
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import apache_beam as beam
 import numpy as np
@@ -290,24 +291,15 @@ def _check_target(directory: str, save_mode: str) -> dict:
     return {"skip": bool(existing) and save_mode == "ignore"}
 
 
-class _CommitPlan:
+class _CommitPlan(NamedTuple):
     """Where and how the commit moves the written files."""
 
-    def __init__(
-        self,
-        directory: str,
-        temp_dir: str,
-        save_mode: str,
-        write_success: bool,
-        compression: str,
-        num_shards: int,
-    ):
-        self.num_shards = num_shards
-        self.directory = directory
-        self.temp_dir = temp_dir
-        self.save_mode = save_mode
-        self.write_success = write_success
-        self.compression = compression
+    directory: str
+    temp_dir: str
+    save_mode: str
+    write_success: bool
+    compression: str
+    num_shards: int
 
     def final_names(self, shards: list[tuple[str, int]], suffix: str) -> list[str]:
         return [
