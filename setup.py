@@ -18,7 +18,8 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6", "pyspark>=4.0"],
+    # build: Beam packages the project with `python -m build` for --setup_file (tested offline).
+    "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6", "pyspark>=4.0", "build>=1.0"],
     "aws": ["apache-beam[aws]>=2.60,<3"],
     "spark": ["pyspark>=4.0"],
 }

@@ -291,5 +291,8 @@ def test_save_mode_ignore_leaves_an_existing_output_alone(tmp_path, capsys):
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     capsys.readouterr()
     assert main(["--output", str(out), "--num_shards", "3", "--save_mode", "ignore", "--filter_zeros"]) == 0
-    assert "trainingData already held data; with --save_mode ignore nothing was written" in capsys.readouterr().out
+    assert (
+        "trainingData already held data; with --save_mode ignore nothing was written"
+        in capsys.readouterr().out
+    )
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

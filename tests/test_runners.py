@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from pipelines.tensorize import main
 pytestmark = [pytest.mark.pipeline, pytest.mark.runners]
 
 JOB = ["--input", SAMPLE_AVRO, "--config", AVRO2TF_CONFIG]
+SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py")
 SAME_BYTES = [
     "featureList/genreFeatures",
     "featureList/genreFeatures_term",
@@ -187,10 +189,19 @@ def test_dataflow_dry_run_translates_offline(capsys, monkeypatch):
     )
 
 
-@pytest.mark.parametrize("extra", [[], ["--sdk_container_image", "gcr.io/demo-project/beam-tensorize:0.1.0"]])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--sdk_container_image", "gcr.io/demo-project/beam-tensorize:0.1.0"],
+        ["--setup_file", SETUP_FILE],
+    ],
+    ids=["default-image", "own-image", "setup-file"],
+)
 def test_dataflow_dry_run_job_graph(monkeypatch, extra):
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.portability.api import beam_runner_api_pb2
 
     from pipelines.tensorize import TensorizeOptions, _resolve, build_pipeline
 
@@ -217,9 +228,24 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
         assert step in urns, step
     # Feature-list counting is a combiner (partial sums before the shuffle), not group-then-count.
     assert urns["Tensorize/BuildFeatureLists/SumCounts"] == "beam:transform:combine_per_key:v1"
-    images = [env.payload for env in graph.components.environments.values()]
-    if extra:
-        assert any(extra[1].encode() in payload for payload in images)
+    environments = list(graph.components.environments.values())
+    if extra[:1] == ["--sdk_container_image"]:
+        assert any(extra[1].encode() in env.payload for env in environments)
+    staged = {
+        beam_runner_api_pb2.ArtifactStagingToRolePayload.FromString(d.role_payload).staged_name: (
+            beam_runner_api_pb2.ArtifactFilePayload.FromString(d.type_payload).path
+        )
+        for env in environments
+        for d in env.dependencies
+    }
+    if extra[:1] == ["--setup_file"]:
+        # Beam built the project's sdist offline (`python -m build --no-isolation --sdist`) and
+        # stages it as workflow.tar.gz for the workers to install.
+        with tarfile.open(staged["workflow.tar.gz"]) as sdist:
+            names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+        assert {"setup.py", "beam_tensorize/kernels/avro.py", "pipelines/tensorize.py"} <= names
+    else:
+        assert "workflow.tar.gz" not in staged
 
 
 @pytest.mark.parametrize(("runner", "variable"), [("FlinkRunner", "BEAM_TENSORIZE_FLINK_JOB_ENDPOINT"),

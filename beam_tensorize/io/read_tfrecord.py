@@ -18,14 +18,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
-from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path, partition_column
-from beam_tensorize.kernels.tfrecord import (
-    COMPRESSIONS,
-    decompressed_reader,
-    detect_compression,
-    iter_tfrecords,
-)
-from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES, SchemaInference, decode_records
+from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
+from beam_tensorize.kernels.tfrecord import COMPRESSIONS
+from beam_tensorize.kernels.tfrecord_files import FileReading, file_records, read_file_batches, relative_path
+from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES, SchemaInference
 
 __all__ = ["ReadTFRecord", "ReadTFRecordOutputs", "TFRecordFiles", "infer_tfrecord_schema"]
 
@@ -79,7 +75,7 @@ class TFRecordFiles(NamedTuple):
         return cls(base, pattern, paths)
 
     def relative(self, path: str) -> str:
-        return _relative(self.base, path)
+        return relative_path(self.base, path)
 
 
 def _match(pattern: str) -> list[str]:
@@ -89,14 +85,8 @@ def _match(pattern: str) -> list[str]:
         return []
 
 
-def _relative(base: str, path: str) -> str:
-    path = path.replace("\\", "/")
-    base = base.replace("\\", "/").rstrip("/")
-    return path[len(base) + 1 :] if base and path.startswith(base + "/") else path
-
-
 def _visible(base: str, path: str) -> bool:
-    return not any(part.startswith(("_", ".")) for part in _relative(base, path).split("/"))
+    return not any(part.startswith(("_", ".")) for part in relative_path(base, path).split("/"))
 
 
 def _partition_values(files: TFRecordFiles) -> dict[str, list[str | None]]:
@@ -117,14 +107,7 @@ def _partition_values(files: TFRecordFiles) -> dict[str, list[str | None]]:
 
 def _open_records(path: str, compression: str, verify_crc: bool, on_corrupt=None) -> Iterator[bytes]:
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-        head = raw.read(12)
-        if compression == "auto":
-            try:
-                compression = detect_compression(head)
-            except ValueError as error:
-                raise ValueError(f"{path}: {error}") from None
-        raw.seek(0)
-        yield from iter_tfrecords(decompressed_reader(raw, compression), path, verify_crc, on_corrupt)
+        yield from file_records(raw, path, compression, verify_crc, on_corrupt)
 
 
 def infer_tfrecord_schema(
@@ -284,7 +267,7 @@ class ReadTFRecord(beam.PTransform):
             | "ReadFiles"
             >> beam.ParDo(
                 _ReadFileFn(
-                    _FileReading(
+                    FileReading(
                         files.base,
                         self._record_schema,
                         self._partition_fields,
@@ -302,79 +285,16 @@ class ReadTFRecord(beam.PTransform):
         return read[_BATCHES]
 
 
-class _FileReading(NamedTuple):
-    """What `_ReadFileFn` needs to turn one file into batches."""
-
-    base: str
-    record_schema: pa.Schema
-    partition_fields: tuple
-    record_type: str
-    compression: str
-    verify_crc: bool
-    dead_letters: bool
-    batch_rows: int
-
-
 class _ReadFileFn(beam.DoFn):
-    def __init__(self, reading: _FileReading):
+    def __init__(self, reading: FileReading):
         self._reading = reading
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, path: str):
-        folders = dict(parse_partition_path(posixpath.dirname(_relative(self._reading.base, path))))
-        missing = [f.name for f in self._reading.partition_fields if f.name not in folders]
-        if missing:
-            raise ValueError(f"{path}: not inside partition folder(s) {missing} like the other files")
-        bad: list[dict] = []
-        skipped = [0]
-
-        def on_corrupt(offset: int, index: int, message: str) -> None:
-            bad.append({"source": path, "record": index, "offset": offset, "reason": message})
-            skipped[0] += 1
-
-        def on_bad(index: int, message: str) -> None:
-            bad.append({"source": path, "record": index, "offset": None, "reason": message})
-
-        records = _open_records(
-            path,
-            self._reading.compression,
-            self._reading.verify_crc,
-            on_corrupt if self._reading.dead_letters else None,
-        )
-        chunk: list[bytes] = []
-        start = read = 0
-        for record in records:
-            index = read + skipped[0]  # the record's position in the file
-            if chunk and index != start + len(chunk):  # corrupt records were skipped
-                yield from self._batch(path, chunk, start, folders, on_bad, bad)
-                chunk = []
-            if not chunk:
-                start = index
-            chunk.append(record)
-            read += 1
-            if len(chunk) >= self._reading.batch_rows:
-                yield from self._batch(path, chunk, start, folders, on_bad, bad)
-                chunk = []
-        yield from self._batch(path, chunk, start, folders, on_bad, bad)
-
-    def _batch(self, path, chunk, first, folders, on_bad, bad):
-        if chunk:
-            batch = decode_records(
-                chunk,
-                self._reading.record_schema,
-                self._reading.record_type,
-                where=path,
-                on_bad=on_bad if self._reading.dead_letters else None,
-                first_index=first,
-            )
-            columns = list(batch.columns) + [
-                partition_column(f.name, folders[f.name], f.type, batch.num_rows)
-                for f in self._reading.partition_fields
-            ]
-            names = self._reading.record_schema.names + [f.name for f in self._reading.partition_fields]
-            if batch.num_rows:
-                yield pa.RecordBatch.from_arrays(columns, names=names)
-        for letter in bad:
-            self._bad.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, letter)
-        bad.clear()
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            for item in read_file_batches(raw, path, self._reading):
+                if isinstance(item, dict):
+                    self._bad.inc()
+                    yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
+                else:
+                    yield item

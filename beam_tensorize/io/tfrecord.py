@@ -3,7 +3,6 @@ committed atomically."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import posixpath
 import uuid
@@ -11,18 +10,13 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
-from beam_tensorize.kernels.example_encoder import encode_examples
-from beam_tensorize.kernels.partitions import split_by_partition
-from beam_tensorize.kernels.provenance import order_key
-from beam_tensorize.kernels.sequence_example import encode_sequence_examples
-from beam_tensorize.kernels.tfrecord import compressed_writer, write_tfrecords
+from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_shard
 from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES
 
 __all__ = [
@@ -42,7 +36,7 @@ COMPRESSIONS = {"none": ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.
 SAVE_MODES = ("error", "overwrite", "overwrite_partitions", "append", "ignore")
 #: Marker written last into a committed folder.
 SUCCESS_FILE = "_SUCCESS"
-_TEMP_FOLDER = "_temporary"
+TEMP_FOLDER = "_temporary"
 
 
 def shard_file_name(shard: int, num_shards: int, compression: str = "none", suffix: str = "") -> str:
@@ -148,11 +142,11 @@ class WriteTFRecord(beam.PTransform):
 
     def expand(self, batches):
         pipeline = batches.pipeline
-        temp_dir = posixpath.join(self._directory, _TEMP_FOLDER, uuid.uuid4().hex)
+        temp_dir = posixpath.join(self._directory, TEMP_FOLDER, uuid.uuid4().hex)
         checked = (
             pipeline
             | "Target" >> beam.Create([self._directory])
-            | "CheckTarget" >> beam.Map(_check_target, self._save_mode)
+            | "CheckTarget" >> beam.Map(check_target, self._save_mode)
         )
         shards = batches | "AssignShards" >> beam.ParDo(
             _AssignShardsFn(self._num_shards, self._partition_by, self._record_type, self._record_column)
@@ -179,8 +173,8 @@ class WriteTFRecord(beam.PTransform):
         )
         gate = () if self._commit_gate is None else (beam.pvalue.AsSingleton(self._commit_gate),)
         return gathered | "Commit" >> beam.Map(
-            _commit,
-            _CommitPlan(
+            commit_files,
+            CommitPlan(
                 self._directory,
                 temp_dir,
                 self._save_mode,
@@ -193,27 +187,9 @@ class WriteTFRecord(beam.PTransform):
         )
 
 
-def _records_of(part: pa.RecordBatch, record_type: str, record_column: str | None) -> pa.Array:
-    """The serialized records of a batch (partition columns already removed)."""
-    if record_type == "Example":
-        return encode_examples(part)
-    if record_type == "SequenceExample":
-        return encode_sequence_examples(part)
-    names = part.schema.names
-    if record_column is None:
-        if len(names) != 1:
-            raise ValueError(
-                f"WriteTFRecord: record_type 'ByteArray' needs one binary column (or record_column), got {names}"
-            )
-        record_column = names[0]
-    if record_column not in names:
-        raise KeyError(f"WriteTFRecord: record_column {record_column!r} is not among the columns {names}")
-    return part.column(record_column)
-
-
 class _AssignShardsFn(beam.DoFn):
-    """Encodes a batch per partition and splits it round-robin over the shards, starting at a
-    shard fixed by its source."""
+    """Serializes a batch per partition and splits it round-robin over the shards, starting at a
+    shard fixed by its source (`beam_tensorize.kernels.shards.shard_chunks`)."""
 
     def __init__(self, num_shards: int, partition_by: tuple, record_type: str, record_column: str | None):
         self._num_shards = num_shards
@@ -222,15 +198,9 @@ class _AssignShardsFn(beam.DoFn):
         self._record_column = record_column
 
     def process(self, batch: pa.RecordBatch) -> Iterable[tuple[tuple[str, int], tuple[str, pa.Array]]]:
-        if batch.num_rows == 0:
-            return
-        for path, part in split_by_partition(batch, self._partition_by):
-            records = _records_of(part, self._record_type, self._record_column)
-            key = order_key(batch, fallback=bytes(records[0].as_py()) + str(len(records)).encode())
-            start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") % self._num_shards
-            shard_of_row = (start + np.arange(len(records))) % self._num_shards
-            for shard in np.unique(shard_of_row):
-                yield (path, int(shard)), (key, records.filter(pa.array(shard_of_row == shard)))
+        yield from shard_chunks(
+            batch, self._num_shards, self._partition_by, self._record_type, self._record_column
+        )
 
 
 class _WriteShardFn(beam.DoFn):
@@ -247,17 +217,12 @@ class _WriteShardFn(beam.DoFn):
         (path, shard), chunks = element
         if checked["skip"]:
             return
-        chunks = sorted((c for c in chunks if c is not None), key=lambda c: (c[0], c[1].to_pylist()))
         name = shard_file_name(shard, self._num_shards, self._compression)
         temp_path = (
             posixpath.join(self._temp_dir, path, name) if path else posixpath.join(self._temp_dir, name)
         )
-        count = 0
         with FileSystems.create(temp_path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-            with compressed_writer(raw, self._compression) as out:
-                for _, records in chunks:
-                    write_tfrecords(out, records)
-                    count += len(records)
+            count = write_shard(raw, order_chunks(chunks), self._compression)
         self._records.inc(count)
         self._files.inc()
         yield path, shard, temp_path, count
@@ -274,11 +239,11 @@ def _files_under(folder: str) -> list[str]:
 
 def _existing_files(directory: str) -> list[str]:
     """Files under `directory` (recursively), ignoring the temporary area."""
-    prefix = posixpath.join(directory, _TEMP_FOLDER) + "/"
+    prefix = posixpath.join(directory, TEMP_FOLDER) + "/"
     return [p for p in _files_under(directory) if not p.replace("\\", "/").startswith(prefix)]
 
 
-def _check_target(directory: str, save_mode: str) -> dict:
+def check_target(directory: str, save_mode: str) -> dict:
     """Before writing: fail (`error`) or skip the write (`ignore`) if the target holds files."""
     existing = _existing_files(directory)
     if existing and save_mode == "error":
@@ -291,8 +256,8 @@ def _check_target(directory: str, save_mode: str) -> dict:
     return {"skip": bool(existing) and save_mode == "ignore"}
 
 
-class _CommitPlan(NamedTuple):
-    """Where and how the commit moves the written files."""
+class CommitPlan(NamedTuple):
+    """Where and how the commit moves the written files (also used by the Spark path)."""
 
     directory: str
     temp_dir: str
@@ -312,14 +277,14 @@ def _relative(directory: str, path: str) -> str:
     return path.replace("\\", "/")[len(directory.replace("\\", "/")) + 1 :]
 
 
-def _commit(written, plan: _CommitPlan, checked: dict, *gate) -> dict:
+def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
     """Moves the written files into place as the save mode says, then writes `_SUCCESS`."""
     directory = plan.directory
     written = sorted(written)
     existing = _existing_files(directory)
     skipped = checked["skip"] or (bool(existing) and plan.save_mode == "ignore")
     if skipped:
-        _delete_temporary(plan)
+        delete_temporary(plan)
         return {"directory": directory, "files": [], "numRecords": 0, "partitions": [], "skipped": True}
     if existing and plan.save_mode == "error":
         raise FileExistsError(f"{directory} received files while this job ran (e.g. {existing[0]})")
@@ -346,7 +311,7 @@ def _commit(written, plan: _CommitPlan, checked: dict, *gate) -> dict:
     for folder in sorted({posixpath.dirname(posixpath.join(directory, n)) for n in names}):
         _make_folder(folder)
     FileSystems.rename([t for _, _, t, _ in written], [posixpath.join(directory, n) for n in names])
-    _delete_temporary(plan)
+    delete_temporary(plan)
     if plan.write_success:
         with FileSystems.create(posixpath.join(directory, SUCCESS_FILE)):
             pass
@@ -370,9 +335,10 @@ def _make_folder(folder: str) -> None:
             pass
 
 
-def _delete_temporary(plan: _CommitPlan) -> None:
+def delete_temporary(plan: CommitPlan) -> None:
+    """Remove this job's temporary folder (and `_temporary/` once empty)."""
     _delete_quietly(plan.temp_dir)
-    temp_root = posixpath.join(plan.directory, _TEMP_FOLDER)
+    temp_root = posixpath.join(plan.directory, TEMP_FOLDER)
     if not _files_under(temp_root):
         _delete_quietly(temp_root)
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.config.model import TensorConfig
+from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.columns import replace_tensor_columns
 from beam_tensorize.kernels.expressions import list_offsets
 from beam_tensorize.kernels.features import DENSE_VECTOR_KEY
@@ -33,7 +33,11 @@ from beam_tensorize.kernels.sparse import combine_sparse, drop_zeros, sparse_to_
 
 __all__ = [
     "FeatureList",
+    "FeatureListLookup",
     "apply_feature_lists",
+    "build_feature_list",
+    "feature_list_caps",
+    "lists_per_tensor",
     "count_entries",
     "entries_of",
     "is_text",
@@ -187,6 +191,62 @@ def partial_counts(
         yield from (((key, entry), count) for entry, count in count_entries(entries_of(column)).items())
 
 
+def feature_list_caps(config: TensorizeConfig, list_key: Mapping[str, str]) -> dict[str, int | None]:
+    """Feature-list key -> its `vocabSizeCap`; a shared list gets the smallest cap of its group.
+
+    Example:
+        >>> from beam_tensorize.config import parse_config
+        >>> config = parse_config({"features": [
+        ...     {"outputTensorInfo": {"name": "a", "dtype": "long", "shape": [-1], "vocabSizeCap": 5}},
+        ...     {"outputTensorInfo": {"name": "b", "dtype": "long", "shape": [-1], "vocabSizeCap": 3}}]})
+        >>> feature_list_caps(config, {"a": "a", "b": "a"})
+        {'a': 3}
+    """
+    caps: dict[str, int | None] = {}
+    for name, key in list_key.items():
+        cap = config.tensor(name).output.vocab_size_cap
+        if cap is not None:
+            caps[key] = cap if caps.get(key) is None else min(caps[key], cap)
+    return caps
+
+
+def build_feature_list(counted: Iterable[tuple[str | None, int]], cap: int | None = None) -> FeatureList:
+    """One feature list from the summed `partial_counts` of its key.
+
+    Args:
+        counted: (entry, total count) pairs; the entry `None` carries the NTV marker (a total
+            above 0 means the list indexes `name,term` records).
+        cap: keep only the first `cap` entries.
+
+    Returns:
+        The entries by count descending, then entry ascending, with their counts.
+
+    Example:
+        >>> build_feature_list([("a", 1), ("b", 3), (None, 0), ("c", 1)], cap=2)
+        FeatureList(entries=('b', 'a'), counts=(3, 1), ntv=False)
+    """
+    counts, ntv = {}, False
+    for entry, count in counted:
+        if entry is None:
+            ntv = ntv or count > 0
+        else:
+            counts[entry] = count
+    entries = order_feature_list(counts, cap)
+    return FeatureList(tuple(entries), tuple(counts[e] for e in entries), ntv)
+
+
+def lists_per_tensor(
+    keyed_lists: Mapping[str, FeatureList], list_key: Mapping[str, str]
+) -> dict[str, FeatureList]:
+    """Tensor name -> its list, from the lists built per key (tensors sharing a key share it).
+
+    Example:
+        >>> lists_per_tensor({"a": FeatureList(("x",))}, {"a": "a", "b": "a", "c": "c"})["b"].entries
+        ('x',)
+    """
+    return {name: keyed_lists[key] for name, key in list_key.items() if key in keyed_lists}
+
+
 def vocab_array(feature_list: FeatureList | Sequence[str] | pa.Array) -> pa.Array:
     """A feature list's entries as an Arrow string array (for lookups)."""
     if isinstance(feature_list, pa.Array):
@@ -236,3 +296,37 @@ def _apply_ntv(tensor, column, vocab, filter_zeros) -> tuple[pa.Field, pa.Array]
         return pa.field(tensor.name, sparse.type), sparse
     dense = sparse_to_dense(indices, merged, len(vocab) + 1)
     return pa.field(tensor.name, dense.type, metadata={DENSE_VECTOR_KEY: b"1"}), dense
+
+
+class FeatureListLookup:
+    """Feature lists turned into lookup arrays once, then applied to any number of batches.
+
+    Args:
+        lists: the feature lists by tensor name.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from beam_tensorize.config import parse_config
+        >>> config = parse_config({"features": [{"outputTensorInfo": {"name": "g", "dtype": "long", "shape": [-1]}}]})
+        >>> lookup = FeatureListLookup({"g": FeatureList(("b", "a"))})
+        >>> lookup.apply(pa.RecordBatch.from_pydict({"g": [["a", "zz"]]}), config.tensors).to_pydict()
+        {'g': [[1, 2]]}
+    """
+
+    def __init__(self, lists: Mapping[str, FeatureList | Sequence[str] | pa.Array]):
+        self._vocab = {name: vocab_array(feature_list) for name, feature_list in lists.items()}
+
+    def apply(
+        self, batch: pa.RecordBatch, tensors: Sequence[TensorConfig], filter_zeros: bool = False
+    ) -> pa.RecordBatch:
+        """`apply_feature_lists` with these lists.
+
+        Raises:
+            ValueError: a tensor needs a list that is missing (the message says how to get it).
+        """
+        try:
+            return apply_feature_lists(batch, tensors, self._vocab, filter_zeros)
+        except KeyError as err:
+            raise ValueError(
+                f"{err.args[0]}: build it in train mode first, or give it as an external feature list"
+            ) from None

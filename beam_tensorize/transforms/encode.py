@@ -7,15 +7,13 @@ import json
 from collections.abc import Sequence
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.example_encoder import encode_examples
-from beam_tensorize.kernels.features import FeatureLayout, layout_for_column, layout_of, to_feature_columns
-from beam_tensorize.kernels.provenance import describe_row
+from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
+from beam_tensorize.kernels.features import FeatureLayout, layout_of
 
 __all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples", "dead_letter_json"]
 
@@ -23,8 +21,6 @@ __all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples", "d
 EXAMPLES = "examples"
 #: Output tag of the rows that could not be encoded.
 DEAD_LETTERS = "dead_letters"
-#: Column of serialized examples in the output batches.
-SERIALIZED_COLUMN = "serialized"
 
 
 class EncodeExamples(beam.PTransform):
@@ -89,30 +85,12 @@ class _EncodeExamplesFn(beam.DoFn):
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, batch: pa.RecordBatch):
-        missing = [name for name in self._keep if name not in batch.schema.names]
-        if missing:
-            raise KeyError(f"EncodeExamples: columns to keep {missing} are not among {batch.schema.names}")
-        known = {layout.name for layout in self._layouts} | set(self._keep)
-        extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
-        encoded = batch.drop_columns(list(self._keep)) if self._keep else batch
-        result = to_feature_columns(encoded, self._layouts + tuple(extra))
-        serialized = encode_examples(result.features)
-        kept = batch.select(list(self._keep))
-        if len(result.bad_rows):
-            good = np.ones(batch.num_rows, bool)
-            good[result.bad_rows] = False
-            kept = kept.filter(pa.array(good))
-        fields = [pa.field(SERIALIZED_COLUMN, serialized.type), *kept.schema]
-        schema = pa.schema(fields, metadata=batch.schema.metadata)
-        yield pa.RecordBatch.from_arrays([serialized, *kept.columns], schema=schema)
-        if len(result.bad_rows):
-            self._bad.inc(len(result.bad_rows))
-            rows = batch.take(pa.array(result.bad_rows)).to_pylist()
-            for row_index, reason, values in zip(result.bad_rows, result.reasons, rows):
-                yield beam.pvalue.TaggedOutput(
-                    DEAD_LETTERS,
-                    {"source": describe_row(batch, int(row_index)), "reason": reason, "tensors": values},
-                )
+        examples, dead_letters = encode_with_dead_letters(batch, self._layouts, self._keep)
+        yield examples
+        if dead_letters:
+            self._bad.inc(len(dead_letters))
+            for letter in dead_letters:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTERS, letter)
 
 
 def dead_letter_json(record: dict) -> str:

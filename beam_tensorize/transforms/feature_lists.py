@@ -16,11 +16,12 @@ from beam_tensorize.io.files import read_text, write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE
 from beam_tensorize.kernels.vocab import (
     FeatureList,
-    apply_feature_lists,
+    FeatureListLookup,
+    build_feature_list,
+    feature_list_caps,
+    lists_per_tensor,
     may_use_feature_list,
-    order_feature_list,
     partial_counts,
-    vocab_array,
 )
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "LoadFeatureLists",
     "feature_list_groups",
     "merge_feature_lists",
+    "read_feature_lists",
     "write_feature_lists",
 ]
 
@@ -119,12 +121,7 @@ class BuildFeatureLists(beam.PTransform):
         super().__init__()
         self._tensors = config.tensors
         self._keys = feature_list_groups(config, shared, external)
-        caps: dict[str, int | None] = {}
-        for name, key in self._keys.items():
-            cap = config.tensor(name).output.vocab_size_cap
-            if cap is not None:
-                caps[key] = cap if caps.get(key) is None else min(caps[key], cap)
-        self._caps = caps
+        self._caps = feature_list_caps(config, self._keys)
 
     def expand(self, batches):
         ordered = (
@@ -146,8 +143,7 @@ class BuildFeatureLists(beam.PTransform):
 
 
 def _lists_per_tensor(grouped, keys: Mapping[str, str]) -> dict[str, FeatureList]:
-    lists = dict(kl for kl in grouped[1] if kl is not None)
-    return {name: lists[key] for name, key in keys.items() if key in lists}
+    return lists_per_tensor(dict(kl for kl in grouped[1] if kl is not None), keys)
 
 
 BuildVocab = BuildFeatureLists
@@ -155,14 +151,7 @@ BuildVocab = BuildFeatureLists
 
 def _order(grouped: tuple[str, Iterable[tuple[str | None, int]]], caps: Mapping[str, int | None]):
     key, counted = grouped
-    counts, ntv = {}, False
-    for entry, count in counted:
-        if entry is None:
-            ntv = ntv or count > 0
-        else:
-            counts[entry] = count
-    entries = order_feature_list(counts, caps.get(key))
-    return key, FeatureList(tuple(entries), tuple(counts[e] for e in entries), ntv)
+    return key, build_feature_list(counted, caps.get(key))
 
 
 class ApplyFeatureLists(beam.PTransform):
@@ -208,18 +197,13 @@ class _ApplyFeatureListsFn(beam.DoFn):
 
     def setup(self):
         self._seen = None
-        self._vocab: dict[str, pa.Array] = {}
+        self._lookup = FeatureListLookup({})
 
     def process(self, batch: pa.RecordBatch, lists: Mapping[str, FeatureList]):
         if lists is not self._seen:  # the runner hands the same side input to later bundles
-            self._vocab = {name: vocab_array(fl) for name, fl in lists.items()}
+            self._lookup = FeatureListLookup(lists)
             self._seen = lists
-        try:
-            yield apply_feature_lists(batch, self._tensors, self._vocab, self._filter_zeros)
-        except KeyError as err:
-            raise ValueError(
-                f"{err.args[0]}: build it in train mode first, or give it as an external feature list"
-            ) from None
+        yield self._lookup.apply(batch, self._tensors, self._filter_zeros)
 
 
 class LoadFeatureLists(beam.PTransform):
@@ -262,7 +246,7 @@ class LoadFeatureLists(beam.PTransform):
             pbegin
             | "Folders" >> beam.Create([tuple(self._directories)])
             | "ReadLists"
-            >> beam.Map(_read_lists, self._names, self._strict, self._required, self._metadata_dir)
+            >> beam.Map(read_feature_lists, self._names, self._strict, self._required, self._metadata_dir)
         )
 
 
@@ -278,7 +262,31 @@ def _ntv_lists(metadata_dir: str | None) -> set[str]:
     }
 
 
-def _read_lists(directories, names, strict, required, metadata_dir) -> dict[str, FeatureList]:
+def read_feature_lists(
+    directories: Sequence[str],
+    names: Sequence[str],
+    strict: bool = False,
+    required: bool = True,
+    metadata_dir: str | None = None,
+) -> dict[str, FeatureList]:
+    """Read feature lists from folders now (what `LoadFeatureLists` does when the job runs).
+
+    Args:
+        directories: folders to read, later ones winning for the same tensor.
+        names: the tensors of the config.
+        strict: a file named after no tensor is an error (else it is ignored).
+        required: fail if a folder holds no list.
+        metadata_dir: output folder whose metadata tells which lists index NTV records.
+
+    Raises:
+        FileNotFoundError: a required folder holds no list.
+        ValueError: `strict` and a file is named after no tensor.
+
+    Example:
+        >>> import tempfile
+        >>> read_feature_lists([tempfile.mkdtemp()], ["g"], required=False)
+        {}
+    """
     ntv = _ntv_lists(metadata_dir)
     lists: dict[str, FeatureList] = {}
     for directory in directories:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.files import read_text, write_text_atomically
+from beam_tensorize.kernels.features import FeatureLayout
 from beam_tensorize.kernels.metadata import METADATA_FILE, build_metadata, metadata_json
+from beam_tensorize.kernels.vocab import FeatureList
 from beam_tensorize.transforms.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
 
-__all__ = ["EmitMetadata", "read_metadata"]
+__all__ = ["EmitMetadata", "read_metadata", "write_metadata"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -71,7 +74,7 @@ class EmitMetadata(beam.PTransform):
         if self._extra is not None:
             side_inputs["extra"] = beam.pvalue.AsSingleton(self._extra)
         return splits | "WriteMetadata" >> beam.Map(
-            _write_metadata,
+            write_metadata,
             self._config,
             self._output_dir,
             self._compression,
@@ -86,7 +89,38 @@ def read_metadata(output_dir: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def _write_metadata(splits, config, output_dir, compression, write_lists, lists=None, extra=()) -> str:
+def write_metadata(
+    splits: Mapping[str, Mapping],
+    config: TensorizeConfig,
+    output_dir: str,
+    compression: str = "none",
+    write_lists: bool = False,
+    lists: Mapping[str, FeatureList] | None = None,
+    extra: Sequence[FeatureLayout] = (),
+) -> str:
+    """Write the metadata document (and, if asked, the feature lists) now; returns its path.
+
+    What `EmitMetadata` does when the job runs: entries of other splits in an existing
+    document are kept; every file is written under a temporary name and renamed into place.
+
+    Args:
+        splits: `{split folder: {"files": [...], "numRecords": n, ...}}` of the committed data.
+        config: the parsed config.
+        output_dir: the output folder.
+        compression: "none" or "gzip", as written.
+        write_lists: also write `featureList/<tensor>` (train mode).
+        lists: the feature lists used, by tensor name.
+        extra: how the extra input columns were stored.
+
+    Example:
+        >>> import tempfile
+        >>> from beam_tensorize.config import load_config
+        >>> from beam_tensorize.sample import SAMPLE_CONFIG
+        >>> path = write_metadata({"trainingData": {"files": [], "numRecords": 0}},
+        ...                       load_config(SAMPLE_CONFIG), tempfile.mkdtemp())
+        >>> path.endswith("metadata/tensor_metadata.json")
+        True
+    """
     lists = dict(lists or {})
     if write_lists:
         paths = write_feature_lists(lists, output_dir)

@@ -34,7 +34,7 @@ SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test"
 EXECUTION_MODES = tuple(SPLIT_FOLDERS)
 DEAD_LETTER_FOLDER = "deadLetters"
 DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
-_GOOD, _BAD = "good", "bad"
+GOOD, BAD = "good", "bad"
 
 
 class TensorizeOutputs(NamedTuple):
@@ -151,12 +151,12 @@ class Tensorize(beam.PTransform):
             | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=self._extra)
             | "HashFeatures" >> HashFeatures(config)
         )
-        extra_layouts = None
+        extra_stored = None
         if self._extra:
-            extra_layouts = (
+            extra_stored = (
                 hashed
-                | "ExtraColumnTypes" >> beam.Map(_extra_layouts, self._extra)
-                | "OneLayoutEach" >> beam.CombineGlobally(_first_layouts)
+                | "ExtraColumnTypes" >> beam.Map(extra_layouts, self._extra)
+                | "OneLayoutEach" >> beam.CombineGlobally(first_layouts)
             )
         names = config.tensor_names
         if self._mode == "train":
@@ -183,30 +183,30 @@ class Tensorize(beam.PTransform):
         ignoring = (
             pipeline
             | "SplitFolder" >> beam.Create([split_dir])
-            | "IgnoreExisting?" >> beam.Map(_ignoring, self._save_mode)
+            | "IgnoreExisting?" >> beam.Map(ignoring_existing, self._save_mode)
         )
         # One place sees every batch's row count and every bad record: it writes the dead
         # letters (so they are there to inspect even when the check fails the job), then
         # checks the bad-record ratio.
-        good_counts = encoded.examples | "CountGood" >> beam.Map(lambda b: (0, (_GOOD, b.num_rows)))
+        good_counts = encoded.examples | "CountGood" >> beam.Map(lambda b: (0, (GOOD, b.num_rows)))
         bad_lines = encoded.dead_letters | "DeadLetterJson" >> beam.Map(
-            lambda d: (0, (_BAD, dead_letter_json(d)))
+            lambda d: (0, (BAD, dead_letter_json(d)))
         )
-        nothing = pipeline | "NoRecordsYet" >> beam.Create([(0, (_GOOD, 0))])  # also for empty input
+        nothing = pipeline | "NoRecordsYet" >> beam.Create([(0, (GOOD, 0))])  # also for empty input
         counts = (
             (good_counts, bad_lines, nothing)
             | "AllCounts" >> beam.Flatten()
             | "GatherCounts" >> beam.GroupByKey()
             | "CheckBadRecords"
             >> beam.Map(
-                _check_bad_records,
+                check_bad_records,
                 posixpath.join(out, DEAD_LETTER_FOLDER, split),
                 self._max_bad_ratio,
                 beam.pvalue.AsSingleton(ignoring),
             )
         )
         gate = counts | "MarkIncomplete" >> beam.Map(
-            _remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
+            remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
         )
         written = encoded.examples | "WriteTFRecord" >> WriteTFRecord(
             split_dir,
@@ -222,7 +222,7 @@ class Tensorize(beam.PTransform):
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
-            _describe_split, split, beam.pvalue.AsSingleton(counts), self._partition_by
+            describe_split, split, beam.pvalue.AsSingleton(counts), self._partition_by
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
@@ -230,10 +230,10 @@ class Tensorize(beam.PTransform):
             self._compression,
             feature_lists=lists,
             write_feature_lists=self._mode == "train",
-            extra_columns=extra_layouts,
+            extra_columns=extra_stored,
         )
         done = metadata | "WriteSuccess" >> beam.Map(
-            _write_success, out, split, beam.pvalue.AsSingleton(splits)
+            write_success, out, split, beam.pvalue.AsSingleton(splits)
         )
         untouched = skipped | "NothingWritten" >> beam.Map(
             lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
@@ -242,11 +242,16 @@ class Tensorize(beam.PTransform):
         return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
 
 
-def _extra_layouts(batch, names: tuple[str, ...]) -> tuple:
+# The steps below are shared with the Spark path (`beam_tensorize.spark`), which runs them in
+# the same order on its driver, so both give the same files.
+
+
+def extra_layouts(batch, names: tuple[str, ...]) -> tuple:
+    """How the extra columns of a batch are stored (`layout_for_column` of each)."""
     return tuple(layout_for_column(n, batch.schema.field(n).type) for n in names)
 
 
-def _first_layouts(candidates) -> tuple:
+def first_layouts(candidates) -> tuple:
     """The extra columns' layouts, the same on every runner whatever batch came first."""
     found = [c for c in candidates if c]
     return min(found, key=repr) if found else ()
@@ -271,7 +276,7 @@ def _check_partition_columns(config: TensorizeConfig, names: tuple[str, ...], ex
         raise ValueError(f"partition_by: {list(names)} names a column twice")
 
 
-def _ignoring(split_dir: str, save_mode: str) -> bool:
+def ignoring_existing(split_dir: str, save_mode: str) -> bool:
     """Save mode `ignore` and the split folder holds files: the job writes nothing."""
     if save_mode != "ignore":
         return False
@@ -281,12 +286,12 @@ def _ignoring(split_dir: str, save_mode: str) -> bool:
         return False
 
 
-def _check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
+def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
     """Write every bad record as sorted JSON lines (replacing an older file), then fail the job
     if too many rows were bad; else the counts. (Nothing is written when ignoring.)"""
     good, lines = 0, []
     for kind, value in grouped[1]:
-        if kind == _GOOD:
+        if kind == GOOD:
             good += value
         else:
             lines.append(value)
@@ -303,14 +308,16 @@ def _check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = 
     return {"numRecords": good, "badRecords": bad}
 
 
-def _remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
+def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
+    """Delete `<out>/_SUCCESS` before the commit (readers see the output as incomplete)."""
     marker = posixpath.join(out, SUCCESS_FILE)
     if not ignoring and FileSystems.exists(marker):
         FileSystems.delete([marker])
     return counts
 
 
-def _describe_split(written: dict, split: str, counts: dict, partition_by: tuple[str, ...] = ()) -> dict:
+def describe_split(written: dict, split: str, counts: dict, partition_by: tuple[str, ...] = ()) -> dict:
+    """The metadata's `data` entry of the committed split."""
     info = {
         "files": written["files"],
         "numRecords": written["numRecords"],
@@ -321,7 +328,8 @@ def _describe_split(written: dict, split: str, counts: dict, partition_by: tuple
     return {split: info}
 
 
-def _write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
+def write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
+    """Write `<out>/_SUCCESS` last; returns the job's summary dict."""
     with FileSystems.create(posixpath.join(out, SUCCESS_FILE)):
         pass
     info = splits[split]

@@ -1,0 +1,98 @@
+"""Encoding tensor batches as Examples with a dead-letter output for the rows that fail.
+
+A row that cannot be stored under its tensor config is not dropped silently: it becomes a
+dead letter `{"source", "reason", "tensors"}` naming its file and position (see
+`beam_tensorize.kernels.provenance.describe_row`); the job decides how many it tolerates.
+
+Example:
+    >>> import pyarrow as pa
+    >>> from beam_tensorize.kernels.features import FeatureLayout
+    >>> layouts = [FeatureLayout.for_tensor("x", "long", (2,), False)]
+    >>> batch = pa.RecordBatch.from_pydict({"x": [[1, 2], [3]], "day": [1, 2]})
+    >>> out = encode_with_dead_letters(batch, layouts, keep_columns=["day"])
+    >>> out.examples.schema.names, out.examples.column("day").to_pylist()
+    (['serialized', 'day'], [1])
+    >>> out.dead_letters[0]["reason"]
+    "tensor 'x': expected 2 values at dimension 0, got 1"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from beam_tensorize.kernels.example_encoder import encode_examples
+from beam_tensorize.kernels.features import FeatureLayout, layout_for_column, to_feature_columns
+from beam_tensorize.kernels.provenance import describe_row
+
+__all__ = ["SERIALIZED_COLUMN", "EncodedBatch", "encode_with_dead_letters"]
+
+#: Column of serialized examples in encoded batches.
+SERIALIZED_COLUMN = "serialized"
+
+
+class EncodedBatch(NamedTuple):
+    """What `encode_with_dead_letters` gives.
+
+    Attributes:
+        examples: the good rows: a binary column `serialized` (their Examples) and the kept
+            columns, in row order, with the input batch's schema metadata (its source tag).
+        dead_letters: one dict `{"source", "reason", "tensors"}` per bad row.
+    """
+
+    examples: pa.RecordBatch
+    dead_letters: list[dict]
+
+
+def encode_with_dead_letters(
+    batch: pa.RecordBatch, layouts: Sequence[FeatureLayout], keep_columns: Sequence[str] = ()
+) -> EncodedBatch:
+    """Serialize the rows of a tensor batch as `tf.train.Example`s; bad rows become dead letters.
+
+    Columns without a layout (extra columns kept from the input) are stored by their Arrow
+    type (see `layout_for_column`). `keep_columns` are left out of the Examples and passed
+    through beside `serialized` (e.g. partition columns).
+
+    Args:
+        batch: one column per tensor (and extra column), as the feature steps produce.
+        layouts: how each tensor is stored.
+        keep_columns: columns to pass through instead of encoding.
+
+    Raises:
+        KeyError: a column to keep is missing.
+        FeatureDataError: a column's type does not fit its tensor at all.
+
+    Example:
+        >>> layouts = [FeatureLayout.for_tensor("x", "long", (), False)]
+        >>> out = encode_with_dead_letters(pa.RecordBatch.from_pydict({"x": [7, None]}), layouts)
+        >>> out.examples.num_rows, out.dead_letters[0]["source"]
+        (1, 'row 1 of an untagged batch')
+    """
+    keep = list(keep_columns)
+    missing = [name for name in keep if name not in batch.schema.names]
+    if missing:
+        raise KeyError(f"EncodeExamples: columns to keep {missing} are not among {batch.schema.names}")
+    known = {layout.name for layout in layouts} | set(keep)
+    extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
+    encoded = batch.drop_columns(keep) if keep else batch
+    result = to_feature_columns(encoded, tuple(layouts) + tuple(extra))
+    serialized = encode_examples(result.features)
+    kept = batch.select(keep)
+    if len(result.bad_rows):
+        good = np.ones(batch.num_rows, bool)
+        good[result.bad_rows] = False
+        kept = kept.filter(pa.array(good))
+    fields = [pa.field(SERIALIZED_COLUMN, serialized.type), *kept.schema]
+    schema = pa.schema(fields, metadata=batch.schema.metadata)
+    examples = pa.RecordBatch.from_arrays([serialized, *kept.columns], schema=schema)
+    dead_letters = []
+    if len(result.bad_rows):
+        rows = batch.take(pa.array(result.bad_rows)).to_pylist()
+        for row_index, reason, values in zip(result.bad_rows, result.reasons, rows):
+            dead_letters.append(
+                {"source": describe_row(batch, int(row_index)), "reason": reason, "tensors": values}
+            )
+    return EncodedBatch(examples, dead_letters)

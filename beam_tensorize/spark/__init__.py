@@ -1,0 +1,52 @@
+"""beam_tensorize on PySpark: the same kernels through `mapInArrow`, the same output.
+
+Needs the `spark` extra (`pip install -e '.[spark]'`); nothing outside this package imports
+PySpark, so `import beam_tensorize` works without it.
+
+* `tensorize_spark(spark, input_paths, config, output, ...)` — the whole job, with the output
+  of the Beam `Tensorize` job (see docs/spark.md).
+* Spark data sources: `beam_tensorize_avro` (Avro files read with beam_tensorize's reader) and
+  `tfrecord` (TFRecord files of Examples, SequenceExamples or bytes, read and written, with
+  Hive partition folders).
+
+Example::
+
+    from pyspark.sql import SparkSession
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+    from beam_tensorize.spark import register_data_sources, tensorize_spark
+
+    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    register_data_sources(spark)
+    tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, "out")
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from beam_tensorize.spark.avro_source import AVRO_FORMAT, AvroDataSource, source_batches
+from beam_tensorize.spark.tensorize import tensorize_spark
+from beam_tensorize.spark.tfrecord_source import TFRECORD_FORMAT, TFRecordDataSource
+
+__all__ = [
+    "AVRO_FORMAT",
+    "TFRECORD_FORMAT",
+    "AvroDataSource",
+    "TFRecordDataSource",
+    "register_data_sources",
+    "source_batches",
+    "tensorize_spark",
+]
+
+
+def register_data_sources(spark: SparkSession) -> None:
+    """Register the data sources of this package with `spark` (`spark.read.format(...)`).
+
+    Example::
+
+        register_data_sources(spark)
+        spark.read.format("beam_tensorize_avro").load("data/*.avro")
+        spark.read.format("tfrecord").load("out/trainingData")
+    """
+    spark.dataSource.register(AvroDataSource)
+    spark.dataSource.register(TFRecordDataSource)

@@ -1,0 +1,42 @@
+"""Reading the options of the data sources (case-insensitive names, checked values)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def lowered(options: Mapping) -> dict[str, str]:
+    """The options with lower-case names (Spark matches option names case-insensitively)."""
+    return {str(name).lower(): value for name, value in dict(options).items()}
+
+
+def positive(opts: Mapping[str, str], name: str, default: int, source: str) -> int:
+    """Option `name` (lower case) as a positive integer, else `default`.
+
+    Raises:
+        ValueError: the value is not a positive integer (the message names the source and option).
+    """
+    text = opts.get(name.lower())
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{source}: option {name} must be a positive integer, got {text!r}")
+    return value
+
+
+def flag(opts: Mapping[str, str], name: str, default: bool, source: str) -> bool:
+    """Option `name` as a boolean (`true` / `false`), else `default`.
+
+    Raises:
+        ValueError: another value (the message names the source and option).
+    """
+    text = opts.get(name.lower())
+    if text is None:
+        return default
+    if text.strip().lower() not in ("true", "false"):
+        raise ValueError(f"{source}: option {name} must be true or false, got {text!r}")
+    return text.strip().lower() == "true"

@@ -1,0 +1,444 @@
+"""`tensorize_spark`: the whole tensorize job on PySpark, with the Beam job's output.
+
+The job runs the kernels the Beam transforms run, through `DataFrame.mapInArrow`, on the
+record batches the Avro data source gives (the Beam reader's batches, see
+`beam_tensorize.spark.avro_source`):
+
+1. train mode: extract + hash each batch and count its feature-list entries
+   (`partial_counts`); Spark sums the counts per entry and keeps the top `vocabSizeCap` of
+   each list; the driver orders the lists (`build_feature_list`). Validation / test mode
+   loads the lists of an earlier train run instead; external lists override both.
+2. extract, hash, look up the lists (broadcast), encode Examples (bad rows become dead
+   letters) and give every record its partition folder and shard as the Beam `WriteTFRecord`
+   does (`shard_chunks`).
+3. Spark shuffles the records by (folder, shard) and sorts them in the Beam sink's file
+   order; one task writes each file into `<split>/_temporary/<id>/`.
+4. the driver finishes with the Beam job's own steps: dead letters and the bad-record check,
+   the commit (save modes), metadata and feature lists, `_SUCCESS` last.
+
+Train mode reads the input twice (counting, then encoding), as a Spark ML estimator's fit
+and transform do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import pickle
+import posixpath
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from beam_tensorize.config import load_config
+from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.io import ReadAvro, WriteTFRecord
+
+# The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
+from beam_tensorize.io.tfrecord import TEMP_FOLDER, CommitPlan, check_target, commit_files, delete_temporary
+from beam_tensorize.kernels.avro import DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
+from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
+from beam_tensorize.kernels.extract import extract_tensors, input_columns
+from beam_tensorize.kernels.features import layout_of
+from beam_tensorize.kernels.hashing import hash_tensors
+from beam_tensorize.kernels.shards import shard_chunks, write_shard
+from beam_tensorize.kernels.vocab import (
+    FeatureList,
+    FeatureListLookup,
+    build_feature_list,
+    feature_list_caps,
+    lists_per_tensor,
+    partial_counts,
+)
+from beam_tensorize.spark.avro_source import AVRO_FORMAT, AvroDataSource, source_batches
+from beam_tensorize.transforms import ExtractFeatures, Tensorize
+from beam_tensorize.transforms.encode import dead_letter_json
+from beam_tensorize.transforms.feature_lists import (
+    FEATURE_LIST_FOLDER,
+    feature_list_groups,
+    merge_feature_lists,
+    read_feature_lists,
+)
+from beam_tensorize.transforms.metadata import write_metadata
+
+# The Beam job's own finishing steps (dead letters and the ratio check, the `_SUCCESS`
+# marker, the split's metadata entry, the summary), called as they are.
+from beam_tensorize.transforms.tensorize import (
+    BAD,
+    DEAD_LETTER_FOLDER,
+    GOOD,
+    SPLIT_FOLDERS,
+    check_bad_records,
+    describe_split,
+    extra_layouts,
+    first_layouts,
+    ignoring_existing,
+    remove_success_marker,
+    write_success,
+)
+
+__all__ = ["tensorize_spark"]
+
+_LOGGER = logging.getLogger(__name__)
+
+# Rows of the encoding step: a record, a dead letter, or the extra columns' layouts of a batch.
+_RECORD, _DEAD_LETTER, _LAYOUTS = 0, 1, 2
+_ENCODED = pa.schema(
+    [
+        pa.field("kind", pa.int32()),
+        pa.field("path", pa.string()),  # the record's partition folder ("" unpartitioned)
+        pa.field("shard", pa.int32()),
+        pa.field("key", pa.string()),  # its batch's order key (source tag)
+        pa.field("batch", pa.int64()),  # tells apart batches of equal keys (a file read twice)
+        pa.field("pos", pa.int64()),  # its position in its chunk
+        pa.field("payload", pa.binary()),
+    ]
+)
+_WRITTEN = pa.schema(
+    [
+        pa.field("kind", pa.int32()),
+        pa.field("path", pa.string()),
+        pa.field("shard", pa.int32()),
+        pa.field("payload", pa.binary()),  # a file's temporary path, a dead letter, layouts
+        pa.field("count", pa.int64()),
+    ]
+)
+_COUNTS = pa.schema(
+    [pa.field("key", pa.string()), pa.field("entry", pa.string()), pa.field("count", pa.int64())]
+)
+
+
+def tensorize_spark(
+    spark: SparkSession,
+    input_paths: str | Sequence[str],
+    config: TensorizeConfig | str | os.PathLike,
+    output: str,
+    mode: str = "train",
+    num_shards: int = 1,
+    compression: str = "none",
+    save_mode: str = "error",
+    max_bad_records_ratio: float = 0.0,
+    shared_feature_lists: Sequence[Sequence[str]] = (),
+    external_feature_lists: str | None = None,
+    filter_zeros: bool = False,
+    extra_columns: Sequence[str] = (),
+    partition_by: Sequence[str] = (),
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+) -> dict:
+    """Tensorize Avro files on Spark into the output of the Beam `Tensorize` job.
+
+    The arguments are those of `beam_tensorize.transforms.Tensorize` (`mode` is its
+    `execution_mode`), plus the reader's `batch_rows` and `split_bytes` of `ReadAvro`, and are
+    checked by the same code. For the same input and arguments the output is the Beam job's,
+    byte for byte: TFRecord files (each record in the same file, in the same order),
+    `metadata/tensor_metadata.json`, `featureList/<tensor>`, `metadata/featureListCounts/`,
+    `deadLetters/<split>/` and `_SUCCESS`, written last. Files are written into
+    `<split>/_temporary/` and moved into place only when everything else succeeded, so a
+    failed run leaves the earlier output as it was.
+
+    Args:
+        spark: the session to run on.
+        input_paths: Avro files: a path or glob, or a list of them (local, gs://, s3://).
+        config: the parsed config, or the path of a config file.
+        output: the output folder.
+        mode: "train", "validation" or "test" (selects the split folder).
+        num_shards: TFRecord files to write (per partition folder when partitioned).
+        compression: "none", "gzip" or "zlib".
+        save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore" (see
+            `Tensorize`; with "ignore" and data in the split folder nothing runs or is written).
+        max_bad_records_ratio: fail, committing nothing, when more than this share of the
+            rows cannot be converted; the bad rows are in `deadLetters/<split>/` either way.
+        shared_feature_lists: groups of tensor names sharing one feature list.
+        external_feature_lists: a folder of ready feature lists used instead of building them.
+        filter_zeros: drop zero values from name-term-value sparse vectors.
+        extra_columns: input columns written as they are beside the tensors.
+        partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
+        batch_rows: rows per Arrow batch read from Avro.
+        split_bytes: size of the byte ranges Avro files are read in (one Spark partition each).
+
+    Returns:
+        The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
+        "metadata"}` (`{"output", "split", "skipped": True, "files": [], "numRecords": 0}`
+        when save mode "ignore" found data).
+
+    Raises:
+        ValueError: a bad argument (before anything runs), or too many bad records.
+        FileExistsError: save mode "error" and the split folder holds files.
+        FileNotFoundError: an input pattern matches nothing.
+
+    Example::
+
+        from pyspark.sql import SparkSession
+        from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+        from beam_tensorize.spark import tensorize_spark
+
+        spark = SparkSession.builder.master("local[2]").getOrCreate()
+        result = tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, "out", num_shards=2)
+        result["numRecords"]  # 300
+    """
+    if isinstance(config, (str, os.PathLike)):
+        config = load_config(os.fspath(config))
+    patterns = [input_paths] if isinstance(input_paths, str) else list(input_paths)
+    shared = tuple(tuple(group) for group in shared_feature_lists)
+    extra, partition_by = tuple(extra_columns), tuple(partition_by)
+    out = output.rstrip("/")
+    columns = input_columns(config.tensors, extra)
+    # The Beam job's constructors check these arguments without I/O: building them here makes
+    # both jobs accept exactly the same arguments, with the same messages.
+    Tensorize(config, out, mode, num_shards, compression, save_mode, max_bad_records_ratio, shared,
+              external_feature_lists, filter_zeros, extra, partition_by)  # fmt: skip
+    ExtractFeatures(config, extra_columns=extra)
+    split = SPLIT_FOLDERS[mode]
+    split_dir = posixpath.join(out, split)
+    WriteTFRecord(split_dir, num_shards=num_shards, compression=compression, save_mode=save_mode)
+    ReadAvro(patterns, columns=columns, batch_rows=batch_rows, split_bytes=split_bytes)
+    if ignoring_existing(split_dir, save_mode):
+        _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
+        return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
+
+    spark.dataSource.register(AvroDataSource)
+    rows = (
+        spark.read.format(AVRO_FORMAT)
+        .option("columns", ",".join(columns))
+        .option("provenance", "true")
+        .option("batchRows", str(batch_rows))
+        .option("splitBytes", str(split_bytes))
+        .load(patterns)
+    )
+    checked = check_target(split_dir, save_mode)
+    lists = _feature_lists(rows, config, mode, out, shared, external_feature_lists)
+    lists_broadcast = spark.sparkContext.broadcast(lists)
+    plan = CommitPlan(
+        split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), save_mode, False, compression,
+        num_shards,
+    )  # fmt: skip
+    try:
+        encode = _EncodeBatches(
+            config.tensors, extra, partition_by, lists_broadcast, filter_zeros, num_shards
+        )
+        written = (
+            rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
+            .repartition(num_shards, "path", "shard")
+            .sortWithinPartitions("path", "shard", "key", "batch", "pos")
+            .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
+            .collect()
+        )
+        return _finish(written, config, out, split, mode, plan, checked, max_bad_records_ratio, lists,
+                       extra, partition_by)  # fmt: skip
+    finally:
+        delete_temporary(plan)  # gone already after a commit
+        lists_broadcast.destroy()
+
+
+def _feature_lists(
+    rows: DataFrame,
+    config: TensorizeConfig,
+    mode: str,
+    out: str,
+    shared: tuple[tuple[str, ...], ...],
+    external: str | None,
+) -> dict[str, FeatureList]:
+    """The lists the records are indexed with: built (train) or loaded, then external ones."""
+    names = config.tensor_names
+    if mode == "train":
+        own = _build_feature_lists(rows, config, shared)
+    else:
+        own = read_feature_lists(
+            [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
+        )
+    if external:
+        found = read_feature_lists([external], names, strict=True, required=True)
+        return merge_feature_lists(own, found, config, shared)
+    return own
+
+
+def _build_feature_lists(
+    rows: DataFrame, config: TensorizeConfig, shared: tuple[tuple[str, ...], ...]
+) -> dict[str, FeatureList]:
+    """Count entries per batch (kernel), sum the counts and keep the top `vocabSizeCap` of
+    each list (Spark), order each list (kernel)."""
+    keys = feature_list_groups(config, shared)
+    if not keys:
+        return {}
+    caps = feature_list_caps(config, keys)
+    counts = rows.mapInArrow(_CountEntries(config.tensors, keys), from_arrow_schema(_COUNTS))
+    totals = counts.groupBy("key", "entry").agg(F.sum("count").alias("count"))
+    if caps:
+        # Spark compares strings by their UTF-8 bytes, as `order_feature_list` does.
+        rank = F.row_number().over(Window.partitionBy("key").orderBy(F.desc("count"), F.asc("entry")))
+        cap = F.create_map(*[F.lit(v) for item in sorted(caps.items()) for v in item])[F.col("key")]
+        entries = totals.where(F.col("entry").isNotNull()).withColumn("rank", rank)
+        entries = entries.where(cap.isNull() | (F.col("rank") <= cap)).drop("rank")
+        totals = totals.where(F.col("entry").isNull()).unionByName(entries)
+    counted: dict[str, list[tuple[str | None, int]]] = {}
+    for row in totals.collect():
+        counted.setdefault(row["key"], []).append((row["entry"], row["count"]))
+    built = {key: build_feature_list(pairs, caps.get(key)) for key, pairs in counted.items()}
+    return lists_per_tensor(built, keys)
+
+
+def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, extra, partition_by) -> dict:
+    """The driver's part once the files are written: the Beam job's last steps, in its order."""
+    files: dict[tuple[str, int], tuple[str, int, str, int]] = {}
+    bad_lines: list[str] = []
+    layouts: list[tuple] = []
+    for row in written:
+        if row["kind"] == _RECORD:
+            place = (row["path"], row["shard"])
+            files[place] = (*place, row["payload"].decode(), row["count"])
+        elif row["kind"] == _DEAD_LETTER:
+            bad_lines.append(row["payload"].decode())
+        else:
+            layouts.append(pickle.loads(row["payload"]))
+    good = sum(count for *_, count in files.values())
+    grouped = (0, [(GOOD, good), *((BAD, line) for line in bad_lines)])
+    counts = check_bad_records(grouped, posixpath.join(out, DEAD_LETTER_FOLDER, split), max_ratio)
+    remove_success_marker(counts, out)
+    if not partition_by and not checked["skip"]:
+        for shard in range(plan.num_shards):  # unpartitioned, every shard file exists
+            if ("", shard) not in files:
+                path = _temp_path(plan, "", shard)
+                with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+                    write_shard(raw, [], plan.compression)
+                files["", shard] = ("", shard, path, 0)
+    committed = commit_files(list(files.values()), plan, checked)
+    if committed["skipped"]:
+        return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
+    splits = describe_split(committed, split, counts, partition_by)
+    extra_layouts = first_layouts(layouts) if extra else ()
+    metadata = write_metadata(splits, config, out, plan.compression, mode == "train", lists, extra_layouts)
+    return write_success(metadata, out, split, splits)
+
+
+def _temp_path(plan: CommitPlan, path: str, shard: int) -> str:
+    """Where the Beam sink writes this file before the commit."""
+    name = plan.final_names([("", shard)], "")[0]
+    return posixpath.join(plan.temp_dir, path, name) if path else posixpath.join(plan.temp_dir, name)
+
+
+def _tensor_batches(batches: Iterator[pa.RecordBatch], tensors, extra=()) -> Iterator[pa.RecordBatch]:
+    """ExtractFeatures + HashFeatures on the reader's batches."""
+    for batch in source_batches(batches):
+        yield hash_tensors(extract_tensors(batch, tensors, extra), tensors)
+
+
+class _CountEntries:
+    """mapInArrow function: (feature-list key, entry, count) of every batch."""
+
+    def __init__(self, tensors: tuple[TensorConfig, ...], keys: Mapping[str, str]):
+        self._tensors = tensors
+        self._keys = dict(keys)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in _tensor_batches(batches, self._tensors):
+            counted = list(partial_counts(batch, self._tensors, self._keys))
+            if counted:
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array([key for (key, _), _ in counted], pa.string()),
+                        pa.array([entry for (_, entry), _ in counted], pa.string()),
+                        pa.array([count for _, count in counted], pa.int64()),
+                    ],
+                    schema=_COUNTS,
+                )
+
+
+class _EncodeBatches:
+    """mapInArrow function: every record with its file and place in it, the dead letters, and
+    the extra columns' layouts of each batch."""
+
+    def __init__(self, tensors, extra, partition_by, lists_broadcast, filter_zeros: bool, num_shards: int):
+        self._tensors = tensors
+        self._extra = extra
+        self._partition_by = partition_by
+        self._lists = lists_broadcast
+        self._filter_zeros = filter_zeros
+        self._num_shards = num_shards
+        self._layouts = tuple(layout_of(t) for t in tensors if t.name not in partition_by)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        lookup = FeatureListLookup(self._lists.value)
+        partition = TaskContext.get().partitionId()
+        for index, batch in enumerate(_tensor_batches(batches, self._tensors, self._extra)):
+            if self._extra:
+                layouts = pa.array([pickle.dumps(extra_layouts(batch, self._extra))], pa.binary())
+                yield _rows(_LAYOUTS, "", -1, "", 0, layouts)
+            indexed = lookup.apply(batch, self._tensors, self._filter_zeros)
+            examples, dead_letters = encode_with_dead_letters(indexed, self._layouts, self._partition_by)
+            chunks = shard_chunks(
+                examples, self._num_shards, self._partition_by, "ByteArray", SERIALIZED_COLUMN
+            )
+            for (path, shard), (key, records) in chunks:
+                yield _rows(_RECORD, path, shard, key, (partition << 32) + index, records.cast(pa.binary()))
+            if dead_letters:
+                lines = pa.array([dead_letter_json(d).encode() for d in dead_letters], pa.binary())
+                yield _rows(_DEAD_LETTER, "", -1, "", 0, lines)
+
+
+def _rows(kind: int, path: str, shard: int, key: str, batch: int, payload: pa.Array) -> pa.RecordBatch:
+    n = len(payload)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(np.full(n, kind, np.int32)),
+            pa.array([path] * n, pa.string()),
+            pa.array(np.full(n, shard, np.int32)),
+            pa.array([key] * n, pa.string()),
+            pa.array(np.full(n, batch, np.int64)),
+            pa.array(np.arange(n, dtype=np.int64)),
+            payload,
+        ],
+        schema=_ENCODED,
+    )
+
+
+class _WriteFiles:
+    """mapInArrow function over records sorted by (path, shard, key, batch, pos): writes each
+    file of the partition into the temporary folder (unless the save mode skips the write)
+    and reports its record count; passes dead letters and layouts through."""
+
+    def __init__(self, plan: CommitPlan):
+        self._plan = plan
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        others: list[pa.RecordBatch] = []
+
+        def runs() -> Iterator[tuple[tuple[str, int], pa.Array]]:
+            """((path, shard), records) for each run of one file's records; keeps the others."""
+            for batch in batches:
+                kinds = batch.column("kind").to_numpy(zero_copy_only=False)
+                if (kinds != _RECORD).any():
+                    others.append(batch.filter(pa.array(kinds != _RECORD)))
+                    batch = batch.filter(pa.array(kinds == _RECORD))
+                paths = batch.column("path").to_pylist()
+                shards = batch.column("shard").to_pylist()
+                places = list(zip(paths, shards))
+                starts = [i for i in range(len(places)) if i == 0 or places[i] != places[i - 1]]
+                for start, stop in itertools.pairwise([*starts, len(places)]):
+                    yield places[start], batch.column("payload").slice(start, stop - start)
+
+        for (path, shard), group in itertools.groupby(runs(), key=lambda run: run[0]):
+            temp_path = _temp_path(self._plan, path, shard)
+            with FileSystems.create(temp_path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+                count = write_shard(raw, (("", records) for _, records in group), self._plan.compression)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([_RECORD], pa.int32()), pa.array([path]), pa.array([shard], pa.int32()),
+                 pa.array([temp_path.encode()], pa.binary()), pa.array([count], pa.int64())],
+                schema=_WRITTEN,
+            )  # fmt: skip
+        for batch in others:
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("kind"), batch.column("path"), batch.column("shard"), batch.column("payload"),
+                 pa.array(np.zeros(batch.num_rows, np.int64))],
+                schema=_WRITTEN,
+            )  # fmt: skip

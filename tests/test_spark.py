@@ -1,0 +1,525 @@
+"""The Spark path: the same kernels on PySpark give the Beam job's output, byte for byte.
+
+Each `tensorize_spark` run is compared with the Beam job (`ReadAvro | Tensorize` on the
+DirectRunner) on the bundled MovieLens sample (300 rows, the Avro2TF test file); the data
+sources are compared with what the kernels read directly. One SparkSession serves the whole
+test session (the `spark` fixture of conftest.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pyspark", reason="the Spark tests need the 'spark' extra (pip install -e '.[spark]')")
+
+import apache_beam as beam
+import fastavro
+import pyarrow as pa
+
+from beam_tensorize.config import load_config, parse_config
+from beam_tensorize.io import ReadAvro
+from beam_tensorize.kernels import avro
+from beam_tensorize.kernels.tfrecord import decompressed_reader, iter_tfrecords
+from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO, SAMPLE_CONFIG
+from beam_tensorize.spark import AVRO_FORMAT, register_data_sources, source_batches, tensorize_spark
+from beam_tensorize.transforms import Tensorize
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+#: Small batches and byte ranges: the sample rewritten in small Avro blocks (`small_blocks`)
+#: is read as 7 ranges (Spark partitions) of several batches each, so the record placement
+#: and order in the files are exercised.
+SMALL_READS = {"batch_rows": 40, "split_bytes": 20000}
+
+#: Shared feature lists with a cap, an external list, an NTV sparse vector (filter_zeros),
+#: hashing of NTV records with two hash functions, extra columns.
+FEATURES_CONFIG = {
+    "features": [
+        {
+            "inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
+            "outputTensorInfo": {"name": "genreIds", "dtype": "long", "shape": [-1], "vocabSizeCap": 12},
+        },
+        {
+            "inputFeatureInfo": {"columnExpr": "lower(genreFeatures.term)"},
+            "outputTensorInfo": {"name": "genreIdsLower", "dtype": "long", "shape": [-1]},
+        },
+        {
+            "inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
+            "outputTensorInfo": {"name": "genreNames", "dtype": "long", "shape": [-1]},
+        },
+        {
+            "inputFeatureInfo": {"columnConfig": {"movieLatentFactorFeatures": {"whitelist": ["*"]}}},
+            "outputTensorInfo": {"name": "latent", "dtype": "float", "shape": [], "isSparse": True},
+        },
+        {
+            "inputFeatureInfo": {
+                "columnConfig": {"genreFeatures": {"whitelist": ["Genre"]}},
+                "transformConfig": {
+                    "hashInfo": {"hashBucketSize": 8, "numHashFunctions": 2, "combiner": "MAX"}
+                },
+            },
+            "outputTensorInfo": {"name": "genreHashed", "dtype": "float", "shape": [], "isSparse": True},
+        },
+    ],
+    "labels": [{"outputTensorInfo": {"name": "response", "dtype": "double", "shape": []}}],
+}
+
+#: `genres` must hold exactly 2 values: 213 of the 300 sample rows do not.
+BAD_ROWS_CONFIG = {
+    "features": [
+        {"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}},
+        {
+            "inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
+            "outputTensorInfo": {"name": "genres", "dtype": "string", "shape": [2]},
+        },
+    ]
+}
+
+
+def _beam(config, out, inputs=SAMPLE_AVRO, *, batch_rows=8192, split_bytes=64 << 20, mode="train", **kwargs):
+    """The Beam job with the same arguments, on the DirectRunner."""
+    columns = Tensorize.input_columns(config, kwargs.get("extra_columns", ()))
+    with beam.Pipeline() as p:
+        _ = (
+            p
+            | ReadAvro(inputs, columns=columns, batch_rows=batch_rows, split_bytes=split_bytes)
+            | Tensorize(config, str(out), execution_mode=mode, **kwargs)
+        )
+
+
+def _tree(folder) -> dict[str, bytes]:
+    """Every file under `folder` by relative path, with its bytes."""
+    found = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, folder)] = f.read()
+    return found
+
+
+def _records(folder, split="trainingData") -> list[bytes]:
+    """The serialized records of a split, sorted (the multiset, whatever the files)."""
+    records = []
+    for name, content in _tree(os.path.join(folder, split)).items():
+        if not name.startswith(("_", ".")):
+            compression = "gzip" if name.endswith(".gz") else "zlib" if name.endswith(".zlib") else "none"
+            records.extend(iter_tfrecords(decompressed_reader(io.BytesIO(content), compression), name))
+    return sorted(records)
+
+
+def _assert_same_output(beam_out, spark_out, split="trainingData"):
+    assert _records(spark_out, split) == _records(beam_out, split)
+    beam_files, spark_files = _tree(beam_out), _tree(spark_out)
+    assert sorted(spark_files) == sorted(beam_files)
+    for name, content in beam_files.items():
+        assert spark_files[name] == content, f"{name} differs"
+
+
+def _metadata(folder) -> dict:
+    with open(os.path.join(folder, "metadata", "tensor_metadata.json")) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def small_blocks(tmp_path_factory) -> str:
+    """The 300 sample records rewritten as a deflate Avro file of many small blocks."""
+    with open(SAMPLE_AVRO, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, records = reader.writer_schema, list(reader)
+    path = tmp_path_factory.mktemp("avro") / "small_blocks.avro"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, records, codec="deflate", sync_interval=3000)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def sample_train(spark, small_blocks, tmp_path_factory):
+    """The sample config (hashing, feature lists, NTV sparse vector) in train mode, by both
+    jobs: 3 GZIP shards, read in small batches and byte ranges."""
+    config = load_config(SAMPLE_CONFIG)
+    beam_out = tmp_path_factory.mktemp("beam") / "out"
+    spark_out = tmp_path_factory.mktemp("spark") / "out"
+    options = {"num_shards": 3, "compression": "gzip", **SMALL_READS}
+    _beam(config, beam_out, small_blocks, **options)
+    result = tensorize_spark(spark, small_blocks, config, str(spark_out), **options)
+    return config, beam_out, spark_out, result, options, small_blocks
+
+
+def test_sample_config_same_files_as_beam(sample_train):
+    _, beam_out, spark_out, result, _, _ = sample_train
+    _assert_same_output(beam_out, spark_out)
+    names = [f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
+    assert result == {
+        "output": str(spark_out),
+        "split": "trainingData",
+        "files": [str(spark_out / "trainingData" / n) for n in names],
+        "numRecords": 300,
+        "badRecords": 0,
+        "metadata": str(spark_out / "metadata" / "tensor_metadata.json"),
+    }
+    assert len(_records(spark_out)) == 300
+    assert all(
+        len(list(iter_tfrecords(decompressed_reader(open(f, "rb"), "gzip")))) > 50 for f in result["files"]
+    )
+    genre_ids = (spark_out / "featureList" / "genreIds").read_text().splitlines()
+    assert len(genre_ids) == 19 and genre_ids[:3] == ["Comedy", "Drama", "Action"]
+    entries = (spark_out / "featureList" / "genreVector").read_text().splitlines()
+    assert entries[:2] == ["Genre,Comedy", "Genre,Drama"]
+    tensors = {t["name"]: t for t in _metadata(spark_out)["features"]}
+    assert tensors["movieBucket"]["numUniqueValues"] == 1001
+    assert tensors["genreVector"]["parse"]["size"] == 20
+    assert (spark_out / "_SUCCESS").exists() and not (spark_out / "trainingData" / "_temporary").exists()
+
+
+def test_avro2tf_config_same_files_as_beam(spark, tmp_path):
+    config = load_config(AVRO2TF_CONFIG)
+    _beam(config, tmp_path / "beam")
+    result = tensorize_spark(spark, SAMPLE_AVRO, AVRO2TF_CONFIG, str(tmp_path / "spark"))
+    _assert_same_output(tmp_path / "beam", tmp_path / "spark")
+    assert result["numRecords"] == 300 and result["files"][0].endswith("part-00000-of-00001.tfrecord")
+    assert len((tmp_path / "spark" / "featureList" / "genreFeatures_term").read_text().splitlines()) == 19
+
+
+def test_shared_external_lists_extra_columns_and_a_file_read_twice(spark, small_blocks, tmp_path):
+    config = parse_config(FEATURES_CONFIG)
+    external = tmp_path / "lists"
+    external.mkdir()
+    (external / "genreNames").write_text("Drama\nComedy\nAction\n")
+    options = {
+        "num_shards": 2,
+        "shared_feature_lists": [["genreIds", "genreIdsLower"]],
+        "external_feature_lists": str(external),
+        "extra_columns": ["userId", "weight"],
+        "filter_zeros": True,
+        **SMALL_READS,
+    }
+    inputs = [small_blocks, small_blocks]  # equal source tags: ties in the record order
+    _beam(config, tmp_path / "beam", inputs, **options)
+    result = tensorize_spark(spark, inputs, config, str(tmp_path / "spark"), **options)
+    _assert_same_output(tmp_path / "beam", tmp_path / "spark")
+    assert result["numRecords"] == 600
+    shared = (tmp_path / "spark" / "featureList" / "genreIds").read_text().splitlines()
+    assert len(shared) == 12 and shared[:3] == ["Comedy", "comedy", "Drama"]
+    assert (tmp_path / "spark" / "featureList" / "genreIdsLower").read_text().splitlines() == shared
+    assert (tmp_path / "spark" / "featureList" / "genreNames").read_text() == "Drama\nComedy\nAction\n"
+    extra = {c["name"]: c["dtype"] for c in _metadata(tmp_path / "spark")["extraColumns"]}
+    assert extra == {"userId": "long", "weight": "double"}
+
+
+def test_validation_mode_uses_the_lists_of_the_train_run(spark, sample_train, tmp_path):
+    config, beam_train, spark_train, _, options, avro_file = sample_train
+    beam_out, spark_out = tmp_path / "beam", tmp_path / "spark"
+    shutil.copytree(beam_train, beam_out)
+    shutil.copytree(spark_train, spark_out)
+    lists_before = _tree(spark_out / "featureList")
+    _beam(config, beam_out, avro_file, mode="validation", **options)
+    result = tensorize_spark(spark, avro_file, config, str(spark_out), mode="validation", **options)
+    _assert_same_output(beam_out, spark_out, "validationData")
+    assert result["split"] == "validationData" and result["numRecords"] == 300
+    # Same input, same lists: the validation files are the training files.
+    assert _tree(spark_out / "validationData") == _tree(spark_out / "trainingData")
+    assert _tree(spark_out / "featureList") == lists_before
+    assert sorted(_metadata(spark_out)["data"]) == ["trainingData", "validationData"]
+
+
+def test_bad_records_go_to_dead_letters_and_a_failed_check_commits_nothing(spark, small_blocks, tmp_path):
+    config = parse_config(BAD_ROWS_CONFIG)
+    beam_out, spark_out = tmp_path / "beam", tmp_path / "spark"
+    _beam(config, beam_out, small_blocks, max_bad_records_ratio=1.0, **SMALL_READS)
+    result = tensorize_spark(
+        spark, small_blocks, config, str(spark_out), max_bad_records_ratio=1.0, **SMALL_READS
+    )
+    _assert_same_output(beam_out, spark_out)
+    assert (result["numRecords"], result["badRecords"]) == (87, 213)
+    lines = (
+        (spark_out / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text().splitlines()
+    )
+    letter = json.loads(lines[0])
+    assert len(lines) == 213
+    assert letter["reason"].startswith("tensor 'genres': expected 2 values at dimension 0, got ")
+    assert (
+        f"{small_blocks}: record " in letter["source"] and "of the rows starting at byte" in letter["source"]
+    )
+
+    before = _tree(spark_out)
+    with pytest.raises(
+        ValueError, match=r"213 of 300 records could not be converted \(71\.00% > the allowed 50\.00%\)"
+    ):
+        tensorize_spark(
+            spark,
+            small_blocks,
+            config,
+            str(spark_out),
+            save_mode="overwrite",
+            max_bad_records_ratio=0.5,
+            **SMALL_READS,
+        )
+    assert _tree(spark_out) == before  # the old output, _SUCCESS included; no temporary files
+
+
+def test_save_mode_error_fails_before_writing(spark, sample_train, tmp_path):
+    config, _, spark_train, _, _, avro_file = sample_train
+    out = tmp_path / "out"
+    shutil.copytree(spark_train, out)
+    before = _tree(out)
+    with pytest.raises(FileExistsError, match=r"trainingData already holds 3 file\(s\)"):
+        tensorize_spark(spark, avro_file, config, str(out))
+    assert _tree(out) == before
+
+
+@pytest.mark.parametrize(("save_mode", "shards"), [("overwrite", 3), ("append", 6), ("ignore", 3)])
+def test_save_modes_as_in_beam(spark, sample_train, tmp_path, save_mode, shards):
+    config, beam_train, spark_train, _, options, avro_file = sample_train
+    beam_out, spark_out = tmp_path / "beam", tmp_path / "spark"
+    shutil.copytree(beam_train, beam_out)
+    shutil.copytree(spark_train, spark_out)
+    before = _tree(spark_out)
+    _beam(config, beam_out, avro_file, save_mode=save_mode, **options)
+    result = tensorize_spark(spark, avro_file, config, str(spark_out), save_mode=save_mode, **options)
+    _assert_same_output(beam_out, spark_out)
+    assert len([n for n in os.listdir(spark_out / "trainingData") if n.endswith(".gz")]) == shards
+    if save_mode == "ignore":
+        assert _tree(spark_out) == before
+        assert result == {
+            "output": str(spark_out),
+            "split": "trainingData",
+            "skipped": True,
+            "files": [],
+            "numRecords": 0,
+        }
+
+
+def test_partition_by_same_files_as_beam(spark, small_blocks, tmp_path):
+    config = load_config(SAMPLE_CONFIG)
+    options = {"num_shards": 2, "compression": "zlib", "partition_by": ["numGenres"], **SMALL_READS}
+    _beam(config, tmp_path / "beam", small_blocks, **options)
+    result = tensorize_spark(spark, small_blocks, config, str(tmp_path / "spark"), **options)
+    _assert_same_output(tmp_path / "beam", tmp_path / "spark")
+    folders = sorted(os.listdir(tmp_path / "spark" / "trainingData"))
+    assert folders == [f"numGenres={n}" for n in range(1, 7)]
+    # Up to 2 files per folder: which shards a small folder gets depends on the file's path.
+    assert result["numRecords"] == 300 and 6 < len(result["files"]) <= 12
+    assert result["files"][0].endswith("trainingData/numGenres=1/part-00000-of-00002.tfrecord.zlib")
+    assert _metadata(tmp_path / "spark")["data"]["trainingData"]["partitionColumns"] == ["numGenres"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"mode": "training"}, "execution_mode 'training' is not one of train, validation, test"),
+        ({"num_shards": 0}, "num_shards must be a positive integer, got 0"),
+        ({"compression": "lzo"}, "compression 'lzo' is not one of none, gzip, zlib"),
+        ({"shared_feature_lists": [["genreIds", "nope"]]}, "unknown tensor 'nope'"),
+        ({"extra_columns": ["userId"]}, r"extra columns \['userId'\] have the names of tensors"),
+        ({"batch_rows": 0}, "batch_rows and split_bytes must be positive"),
+    ],
+)
+def test_bad_arguments_fail_before_anything_runs(spark, tmp_path, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, str(tmp_path / "out"), **arguments)
+    assert not (tmp_path / "out").exists()
+
+
+# --- the Avro data source ------------------------------------------------------------------
+
+
+def _kernel_batches(path, columns, batch_rows=40, split_bytes=20000) -> list[pa.RecordBatch]:
+    """What the Beam reader's kernel gives for a file, range by range."""
+    batches = []
+    with open(path, "rb") as f:
+        for start, end in avro.split_ranges(os.path.getsize(path), split_bytes):
+            batches.extend(avro.read_avro_range(f, path, columns, start, end, batch_rows))
+    return batches
+
+
+def test_avro_source_reads_the_values_of_the_kernel(spark):
+    """The bundled file, 7 byte ranges: 5 of them start no block and give no rows."""
+    register_data_sources(spark)
+    df = (
+        spark.read.format(AVRO_FORMAT)
+        .option("columns", "userId,MOVIEID,genreFeatures.term")
+        .option("splitBytes", "20000")
+        .option("batchRows", "40")
+        .load(SAMPLE_AVRO)
+    )
+    assert df.columns == ["userId", "movieId", "genreFeatures"]
+    assert df.rdd.getNumPartitions() == 7
+    rows = [row.asDict(recursive=True) for row in df.collect()]
+    columns = ["userId", "MOVIEID", "genreFeatures.term"]
+    expected = [r for b in _kernel_batches(SAMPLE_AVRO, columns) for r in b.to_pylist()]
+    assert len(rows) == 300 and rows == expected
+    assert rows[0] == {
+        "userId": 1,
+        "movieId": 1215,
+        "genreFeatures": [{"term": t} for t in ["Action", "Adventure", "Comedy", "Fantasy", "Horror"]],
+    }
+
+
+def _batch_summary(batches):
+    from beam_tensorize.kernels.provenance import source_of
+
+    for batch in source_batches(batches):
+        path, offset = source_of(batch)
+        yield pa.RecordBatch.from_pydict(
+            {
+                "path": [path],
+                "offset": [offset],
+                "rows": [batch.num_rows],
+                "first": [batch.column(0)[0].as_py()],
+            }
+        )
+
+
+def test_avro_source_provenance_gives_back_the_reader_batches(spark, small_blocks):
+    register_data_sources(spark)
+    df = (
+        spark.read.format(AVRO_FORMAT)
+        .options(columns="userId", provenance="true", splitBytes="20000", batchRows="40")
+        .load(small_blocks)
+    )
+    assert df.columns == ["userId", "_source_file", "_source_offset"]
+    got = df.mapInArrow(_batch_summary, "path string, offset long, rows long, first long").collect()
+    from beam_tensorize.kernels.provenance import source_of
+
+    expected = [
+        (*source_of(b), b.num_rows, b.column(0)[0].as_py()) for b in _kernel_batches(small_blocks, ["userId"])
+    ]
+    assert sorted(tuple(r) for r in got) == sorted(expected)
+    assert len(expected) > 7 and sum(r["rows"] for r in got) == 300
+
+
+@pytest.mark.parametrize(
+    ("path", "columns", "message"),
+    [
+        (
+            SAMPLE_AVRO,
+            "userId,nope",
+            "reads column 'nope', which this file does not have; its columns are: response",
+        ),
+        ("/nowhere/*.avro", "userId", "no Avro file matches the input pattern '/nowhere/\\*.avro'"),
+    ],
+)
+def test_avro_source_errors_name_the_file_and_column(spark, path, columns, message):
+    register_data_sources(spark)
+    with pytest.raises(Exception, match=message):
+        spark.read.format(AVRO_FORMAT).option("columns", columns).load(path).count()
+
+
+# --- the TFRecord data source --------------------------------------------------------------
+
+
+def test_tfrecord_source_writes_partition_folders_that_tensorflow_parses(spark, tmp_path):
+    import tensorflow as tf
+
+    register_data_sources(spark)
+    rows = [(1, "a", [3, 4], 0.5), (1, "b", [], 1.5), (2, "a/b", [7], None)]
+    df = spark.createDataFrame(rows, "day int, user string, clicks array<long>, w float").repartition(2)
+    out = str(tmp_path / "events")
+    df.write.format("tfrecord").mode("overwrite").option("partition_by", "day").option(
+        "compression", "gzip"
+    ).save(out)
+    written = sorted(name for name in _tree(out) if not name.startswith("_"))
+    assert {name.split("/")[0] for name in written} == {"day=1", "day=2"}
+    assert all(name.split("/")[1].endswith("-of-00002.tfrecord.gz") for name in written)
+    assert (tmp_path / "events" / "_SUCCESS").exists() and not (tmp_path / "events" / "_temporary").exists()
+
+    spec = {
+        "user": tf.io.FixedLenFeature([], tf.string),
+        "clicks": tf.io.VarLenFeature(tf.int64),
+        "w": tf.io.VarLenFeature(tf.float32),
+    }
+    parsed = set()
+    for name in written:
+        day = int(name.split("/")[0].split("=")[1])
+        records = list(tf.data.TFRecordDataset(os.path.join(out, name), compression_type="GZIP"))
+        if records:
+            features = tf.io.parse_example(tf.stack(records), spec)
+            for user, clicks, w in zip(
+                features["user"].numpy(),
+                tf.sparse.to_dense(features["clicks"]).numpy().tolist(),
+                tf.sparse.to_dense(features["w"], default_value=-1.0).numpy().tolist(),
+            ):
+                parsed.add((day, user.decode(), tuple(c for c in clicks if c), tuple(v for v in w if v >= 0)))
+    assert parsed == {(1, "a", (3, 4), (0.5,)), (1, "b", (), (1.5,)), (2, "a/b", (7,), ())}
+
+    back = spark.read.format("tfrecord").load(out)
+    assert back.schema.simpleString() == "struct<clicks:array<bigint>,user:string,w:float,day:bigint>"
+    got = sorted((r.day, r.user, r.clicks, r.w) for r in back.collect())
+    assert got == [(1, "a", [3, 4], 0.5), (1, "b", [], 1.5), (2, "a/b", [7], None)]
+
+
+def test_tfrecord_source_raw_bytes_sequence_examples_and_save_modes(spark, sample_train, tmp_path):
+    register_data_sources(spark)
+    spark_train = sample_train[2]
+    raw = (
+        spark.read.format("tfrecord")
+        .option("recordType", "ByteArray")
+        .load(str(spark_train / "trainingData"))
+    )
+    assert raw.columns == ["byteArray"]
+    assert sorted(r.byteArray for r in raw.collect()) == _records(spark_train)
+
+    out = str(tmp_path / "sequences")
+    schema = "id bigint, steps array<array<bigint>>"
+    rows = [(1, [[1, 2], [3]]), (2, [[4], []]), (3, [])]
+    seq = spark.createDataFrame(rows, schema).coalesce(1)
+    seq.write.format("tfrecord").mode("overwrite").option("recordType", "SequenceExample").save(out)
+    assert sorted(n for n in _tree(out) if not n.startswith("_")) == ["part-00000-of-00001.tfrecord"]
+    back = spark.read.format("tfrecord").option("recordType", "SequenceExample").schema(schema).load(out)
+    assert sorted((r.id, r.steps) for r in back.collect()) == rows
+
+    before = _tree(out)
+    with pytest.raises(Exception, match="sequences already holds 2 file"):
+        seq.write.format("tfrecord").mode("append").option("saveMode", "error").save(out)
+    seq.write.format("tfrecord").mode("append").option("saveMode", "ignore").save(out)
+    assert _tree(out) == before
+    seq.write.format("tfrecord").mode("append").option("recordType", "SequenceExample").save(out)
+    assert "part-00000-of-00001-1.tfrecord" in _tree(out)
+
+
+def test_the_example_of_docs_spark_md_runs(spark, tmp_path, capsys):
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "spark.md")
+    with open(docs, encoding="utf-8") as f:
+        example = f.read().split("```python\n", 1)[1].split("```", 1)[0]
+    # Spark's workers resolve relative paths in the folder Spark started in: write to tmp_path.
+    out = str(tmp_path / "spark_output")
+    exec(compile(example.replace('"spark_output"', repr(out)), "docs/spark.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert f"300 ['{out}/trainingData/part-00000-of-00002.tfrecord'," in printed
+    assert "|userId|" in printed and "genreIds" in printed
+    assert (tmp_path / "spark_output" / "_SUCCESS").exists()
+
+
+# --- packaging -----------------------------------------------------------------------------
+
+
+def test_only_the_spark_package_imports_pyspark():
+    """`import beam_tensorize` (and its Beam and kernel modules) works without PySpark."""
+    import beam_tensorize
+
+    root = os.path.dirname(beam_tensorize.__file__)
+    users = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and os.sep + "spark" + os.sep not in path:
+                with open(path, encoding="utf-8") as f:
+                    if any(line.lstrip().startswith(("import pyspark", "from pyspark")) for line in f):
+                        users.append(path)
+    assert users == []
+    blocked = (
+        "import sys; sys.modules['pyspark'] = None; import beam_tensorize, beam_tensorize.io, "
+        "beam_tensorize.transforms, beam_tensorize.kernels.vocab, beam_tensorize.kernels.shards; "
+        "print(beam_tensorize.Tensorize.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Tensorize"
