@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import BinaryIO
@@ -114,7 +115,10 @@ def order_chunks(chunks: Iterable[Chunk | None]) -> list[Chunk]:
         >>> [records.to_pylist() for _, records in order_chunks(chunks)]
         [[b'a'], [b'b'], [b'c']]
     """
-    return sorted((c for c in chunks if c is not None), key=lambda c: (c[0], c[1].to_pylist()))
+    present = [c for c in chunks if c is not None]
+    repeated = {key for key, n in collections.Counter(c[0] for c in present).items() if n > 1}
+    # Records become Python objects only to break ties between equal keys (rare).
+    return sorted(present, key=lambda c: (c[0], c[1].to_pylist() if c[0] in repeated else []))
 
 
 def write_shard(raw: BinaryIO, chunks: Iterable[Chunk], compression: str) -> int:
