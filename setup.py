@@ -19,7 +19,17 @@ INSTALL_REQUIRES = [
 
 EXTRAS_REQUIRE = {
     # build: Beam packages the project with `python -m build` for --setup_file (tested offline).
-    "test": ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6", "ruff>=0.6", "pyspark>=4.0", "build>=1.0"],
+    # moto + Beam's AWS extra: the S3 tests run against a local moto S3 server.
+    "test": [
+        "pytest>=8",
+        "pytest-xdist>=3",
+        "hypothesis>=6",
+        "ruff>=0.6",
+        "pyspark>=4.0",
+        "build>=1.0",
+        "moto[server]>=5",
+        "apache-beam[aws]>=2.60,<3",
+    ],
     "aws": ["apache-beam[aws]>=2.60,<3"],
     "spark": ["pyspark>=4.0"],
 }

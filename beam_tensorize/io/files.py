@@ -10,18 +10,81 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import uuid
+from collections.abc import Iterator
 
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["match_files", "read_text", "write_text_atomically"]
+__all__ = ["create_file", "match_files", "read_text", "write_text_atomically"]
+
+
+class _LazyWriter:
+    """A write-only file that is created at its first byte (or, empty, when closed)."""
+
+    def __init__(self, path: str):
+        self._path = path
+        self._file = None
+
+    def write(self, data) -> int:
+        if not len(data):
+            return 0
+        if self._file is None:
+            self._file = FileSystems.create(self._path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return self._file.write(data)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        elif FileSystems.get_scheme(self._path) == "s3":
+            _put_empty_s3_object(self._path)
+        else:
+            FileSystems.create(self._path, compression_type=CompressionTypes.UNCOMPRESSED).close()
+
+
+def _put_empty_s3_object(path: str) -> None:
+    """Beam's S3 writer always uses a multipart upload, and S3 refuses to complete one without
+    parts (MalformedXML): an empty object takes one plain PUT instead."""
+    from apache_beam.io.aws.clients.s3.boto3_client import Client
+
+    bucket, _, key = path[len("s3://") :].partition("/")
+    options = FileSystems.get_filesystem(path)._options  # the pipeline's S3 options
+    Client(options=options).client.put_object(Bucket=bucket, Key=key, Body=b"")
+
+
+@contextlib.contextmanager
+def create_file(path: str) -> Iterator[_LazyWriter]:
+    """A new file to write bytes to (not compressed, whatever its name), also when it stays
+    empty: Beam's `FileSystems.create` cannot make an empty object on S3.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "_SUCCESS")
+        >>> with create_file(path):
+        ...     pass
+        >>> os.path.getsize(path)
+        0
+    """
+    writer = _LazyWriter(path)
+    try:
+        yield writer
+    except BaseException:
+        if writer._file is not None:
+            writer._file.close()
+        raise
+    writer.close()
 
 
 def write_text_atomically(path: str, text: str) -> None:
     """Write `text` under a temporary name beside `path`, then rename it into place."""
     temp = f"{posixpath.dirname(path)}/.{posixpath.basename(path)}.tmp-{uuid.uuid4().hex}"
-    with FileSystems.create(temp) as f:
+    with create_file(temp) as f:
         f.write(text.encode("utf-8"))
     if FileSystems.exists(path):
         FileSystems.delete([path])

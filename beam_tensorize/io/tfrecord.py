@@ -11,11 +11,11 @@ from typing import NamedTuple
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
+from beam_tensorize.io.files import create_file
 from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_shard
 from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES
 
@@ -221,7 +221,7 @@ class _WriteShardFn(beam.DoFn):
         temp_path = (
             posixpath.join(self._temp_dir, path, name) if path else posixpath.join(self._temp_dir, name)
         )
-        with FileSystems.create(temp_path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+        with create_file(temp_path) as raw:
             count = write_shard(raw, order_chunks(chunks), self._compression)
         self._records.inc(count)
         self._files.inc()
@@ -313,7 +313,7 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
     FileSystems.rename([t for _, _, t, _ in written], [posixpath.join(directory, n) for n in names])
     delete_temporary(plan)
     if plan.write_success:
-        with FileSystems.create(posixpath.join(directory, SUCCESS_FILE)):
+        with create_file(posixpath.join(directory, SUCCESS_FILE)):
             pass
     total = sum(count for _, _, _, count in written)
     _LOGGER.info("Committed %d records in %d files to %s", total, len(written), directory)

@@ -32,8 +32,6 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -42,6 +40,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from beam_tensorize.config import load_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.io import ReadAvro, WriteTFRecord
+from beam_tensorize.io.files import create_file
 
 # The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
 from beam_tensorize.io.tfrecord import TEMP_FOLDER, CommitPlan, check_target, commit_files, delete_temporary
@@ -309,7 +308,7 @@ def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, 
         for shard in range(plan.num_shards):  # unpartitioned, every shard file exists
             if ("", shard) not in files:
                 path = _temp_path(plan, "", shard)
-                with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+                with create_file(path) as raw:
                     write_shard(raw, [], plan.compression)
                 files["", shard] = ("", shard, path, 0)
     committed = commit_files(list(files.values()), plan, checked)
@@ -429,7 +428,7 @@ class _WriteFiles:
 
         for (path, shard), group in itertools.groupby(runs(), key=lambda run: run[0]):
             temp_path = _temp_path(self._plan, path, shard)
-            with FileSystems.create(temp_path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            with create_file(temp_path) as raw:
                 count = write_shard(raw, (("", records) for _, records in group), self._plan.compression)
             yield pa.RecordBatch.from_arrays(
                 [pa.array([_RECORD], pa.int32()), pa.array([path]), pa.array([shard], pa.int32()),

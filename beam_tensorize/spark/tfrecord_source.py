@@ -30,6 +30,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
+from beam_tensorize.io.files import create_file
 from beam_tensorize.io.read_tfrecord import ReadTFRecord, TFRecordFiles
 
 # The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
@@ -221,9 +222,7 @@ class _TFRecordWriter(DataSourceArrowWriter):
                         if folder
                         else posixpath.join(self._plan.temp_dir, name)
                     )
-                    raw = stack.enter_context(
-                        FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
-                    )
+                    raw = stack.enter_context(create_file(path))
                     opened[folder] = [
                         stack.enter_context(compressed_writer(raw, self._plan.compression)),
                         path,

@@ -10,7 +10,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.io.files import write_text_atomically
+from beam_tensorize.io.files import create_file, write_text_atomically
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
 from beam_tensorize.kernels.features import layout_for_column, layout_of
@@ -330,7 +330,7 @@ def describe_split(written: dict, split: str, counts: dict, partition_by: tuple[
 
 def write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
     """Write `<out>/_SUCCESS` last; returns the job's summary dict."""
-    with FileSystems.create(posixpath.join(out, SUCCESS_FILE)):
+    with create_file(posixpath.join(out, SUCCESS_FILE)):
         pass
     info = splits[split]
     return {
