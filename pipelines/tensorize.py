@@ -17,7 +17,6 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
@@ -27,6 +26,7 @@ from beam_tensorize.io import ReadAvro
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import EXECUTION_MODES, SPLIT_FOLDERS, Tensorize, read_metadata
+from beam_tensorize.transforms.tensorize import ignoring_existing
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
@@ -264,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     split_dir = posixpath.join(settings["output"], SPLIT_FOLDERS[options.execution_mode])
-    held_data = settings["save_mode"] == "ignore" and bool(_files_in(split_dir))
+    held_data = ignoring_existing(split_dir, settings["save_mode"])
     try:
         result = pipeline.run()
         if pipeline_options.view_as(TestOptions).dry_run:
@@ -284,13 +284,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(_summary(settings, options, result))
     return 0
-
-
-def _files_in(folder: str) -> list:
-    try:
-        return FileSystems.match([posixpath.join(folder, "**")])[0].metadata_list
-    except Exception:  # noqa: BLE001 - no folder, no files
-        return []
 
 
 def _runner_name(options: PipelineOptions) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["create_file", "match_files", "read_text", "write_text_atomically"]
+__all__ = ["create_file", "list_files", "match_files", "read_text", "write_text_atomically"]
 
 
 class _LazyWriter:
@@ -97,6 +97,20 @@ def read_text(path: str) -> str | None:
         return None
     with FileSystems.open(path) as f:
         return f.read().decode("utf-8")
+
+
+def list_files(pattern: str) -> list[str]:
+    """Paths matching a path or glob, sorted; none when nothing (not even the folder) is there.
+
+    Example:
+        >>> import tempfile
+        >>> list_files(tempfile.mkdtemp() + "/**")
+        []
+    """
+    try:
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    except Exception:  # noqa: BLE001 - a file system may raise for a folder that does not exist
+        return []
 
 
 def match_files(pattern: str, kind: str = "input") -> list[tuple[str, int]]:

@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
+from beam_tensorize.io.files import list_files
 from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
 from beam_tensorize.kernels.tfrecord import COMPRESSIONS
 from beam_tensorize.kernels.tfrecord_files import FileReading, file_records, read_file_batches, relative_path
@@ -66,23 +67,16 @@ class TFRecordFiles(NamedTuple):
             base = path[: _GLOB.search(path).start()].rsplit("/", 1)[0]
             pattern = path
         else:
-            inside = _match(posixpath.join(path, "**"))
+            inside = list_files(posixpath.join(path, "**"))
             if inside:
                 base, pattern = path, posixpath.join(path, "**")
             else:
                 base, pattern = posixpath.dirname(path), path
-        paths = [p for p in _match(pattern) if _visible(base, p)]
+        paths = [p for p in list_files(pattern) if _visible(base, p)]
         return cls(base, pattern, paths)
 
     def relative(self, path: str) -> str:
         return relative_path(self.base, path)
-
-
-def _match(pattern: str) -> list[str]:
-    try:
-        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    except Exception:  # noqa: BLE001 - nothing there
-        return []
 
 
 def _visible(base: str, path: str) -> bool:

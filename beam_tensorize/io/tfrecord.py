@@ -15,8 +15,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from beam_tensorize import metrics
-from beam_tensorize.io.files import create_file
+from beam_tensorize.io.files import create_file, list_files
 from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_shard
+from beam_tensorize.kernels.tfrecord_files import relative_path
 from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES
 
 __all__ = [
@@ -230,11 +231,7 @@ class _WriteShardFn(beam.DoFn):
 
 def _files_under(folder: str) -> list[str]:
     """Files under `folder`, recursively (none if it does not exist)."""
-    try:
-        matches = FileSystems.match([posixpath.join(folder, "**")])[0].metadata_list
-    except Exception:  # noqa: BLE001 - a folder that does not exist has no files
-        return []
-    return sorted(m.path for m in matches)
+    return list_files(posixpath.join(folder, "**"))
 
 
 def _existing_files(directory: str) -> list[str]:
@@ -273,10 +270,6 @@ class CommitPlan(NamedTuple):
         ]
 
 
-def _relative(directory: str, path: str) -> str:
-    return path.replace("\\", "/")[len(directory.replace("\\", "/")) + 1 :]
-
-
 def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
     """Moves the written files into place as the save mode says, then writes `_SUCCESS`."""
     directory = plan.directory
@@ -297,12 +290,12 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
         existing = []
     elif plan.save_mode == "overwrite_partitions":
         replaced = [
-            p for p in existing if any(_relative(directory, p).startswith(f"{q}/") for q in partitions)
+            p for p in existing if any(relative_path(directory, p).startswith(f"{q}/") for q in partitions)
         ]
         FileSystems.delete(replaced)
         existing = [p for p in existing if p not in replaced]
     shards = [(path, shard) for path, shard, _, _ in written]
-    taken = {_relative(directory, p) for p in existing}
+    taken = {relative_path(directory, p) for p in existing}
     suffix, attempt = "", 0
     while taken.intersection(plan.final_names(shards, suffix)):  # append: pick free names
         attempt += 1

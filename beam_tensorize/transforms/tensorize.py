@@ -10,7 +10,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.io.files import create_file, write_text_atomically
+from beam_tensorize.io.files import create_file, list_files, write_text_atomically
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
 from beam_tensorize.kernels.extract import input_columns
 from beam_tensorize.kernels.features import layout_for_column, layout_of
@@ -278,12 +278,7 @@ def _check_partition_columns(config: TensorizeConfig, names: tuple[str, ...], ex
 
 def ignoring_existing(split_dir: str, save_mode: str) -> bool:
     """Save mode `ignore` and the split folder holds files: the job writes nothing."""
-    if save_mode != "ignore":
-        return False
-    try:
-        return bool(FileSystems.match([posixpath.join(split_dir, "**")])[0].metadata_list)
-    except Exception:  # noqa: BLE001 - a folder that does not exist holds nothing
-        return False
+    return save_mode == "ignore" and bool(list_files(posixpath.join(split_dir, "**")))
 
 
 def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
