@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 
+from beam_tensorize.kernels.example_encoder import length_delimited
 from beam_tensorize.kernels.expressions import is_list_type, list_lengths
 
 __all__ = [
@@ -102,20 +103,12 @@ def _fields(data: bytes) -> Iterator[tuple[int, bytes | None]]:
             raise ValueError(f"wire type {wire}")
 
 
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _as_example(feature: bytes) -> bytes:
-    """`Example{features{feature{key: "v" value: <feature>}}}` around one serialized Feature."""
-    entry = b"\n\x01v\x12" + _varint_bytes(len(feature)) + feature
-    features = b"\n" + _varint_bytes(len(entry)) + entry
-    return b"\n" + _varint_bytes(len(features)) + features
+def _as_examples(features: list[bytes]) -> list[bytes]:
+    """`Example{features{feature{key: "v" value: <feature>}}}` around each serialized Feature."""
+    values = length_delimited(0x12, pa.array(features, pa.large_binary()))
+    key = pa.scalar(b"\n\x01v", pa.large_binary())
+    entries = pc.binary_join_element_wise(key, values, pa.scalar(b"", pa.large_binary()))
+    return length_delimited(0x0A, length_delimited(0x0A, entries)).to_pylist()
 
 
 def _feature_lists(records: list[bytes]) -> dict[str, pa.Array]:
@@ -149,7 +142,7 @@ def _feature_lists(records: list[bytes]) -> dict[str, pa.Array]:
             valid.append(present)
             steps.extend(lists.get(name, ()))
             offsets.append(len(steps))
-        decoded = ExamplesToRecordBatchDecoder().DecodeBatch([_as_example(f) for f in steps])
+        decoded = ExamplesToRecordBatchDecoder().DecodeBatch(_as_examples(steps))
         values = decoded.column(0) if decoded.num_columns else pa.nulls(len(steps))
         mask = pa.array([not v for v in valid])
         columns[name] = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values, mask=mask)
@@ -241,8 +234,7 @@ def widened_type(typ: pa.DataType) -> pa.DataType:
 
 
 def _kind_of_type(typ: pa.DataType) -> str:
-    while is_list_type(typ):
-        typ = typ.value_type
+    typ = _leaf(typ)
     if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
         return "int64"
     if pa.types.is_floating(typ):
