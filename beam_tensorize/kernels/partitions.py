@@ -10,6 +10,7 @@ else string), as Spark's partition discovery does.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -164,16 +165,18 @@ def split_by_partition(batch: pa.RecordBatch, names: Sequence[str]) -> list[tupl
     missing = [n for n in names if n not in batch.schema.names]
     if missing:
         raise KeyError(f"partition column(s) {missing} not among the columns {batch.schema.names}")
-    texts = [partition_value_strings(n, batch.column(n)) for n in names]
-    paths = [partition_path(names, values) for values in zip(*texts, strict=True)] if names else []
     rest = batch.select([n for n in batch.schema.names if n not in set(names)])
     if not names:
         return [("", rest)]
-    path_array = pa.array(paths, pa.large_string())
-    parts = []
-    for path in sorted(set(paths)):
-        parts.append((path, rest.filter(pc.equal(path_array, path))))
-    return parts
+    if batch.num_rows == 0:
+        return []
+    keys = list(zip(*(partition_value_strings(n, batch.column(n)) for n in names), strict=True))
+    path_of = {key: partition_path(names, key) for key in set(keys)}  # escaped once per value
+    row_paths = np.array([path_of[key] for key in keys], dtype=object)
+    order = np.argsort(row_paths, kind="stable")  # by path; rows keep their order
+    ordered = row_paths[order]
+    cuts = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(ordered)]
+    return [(ordered[a], rest.take(pa.array(order[a:b]))) for a, b in itertools.pairwise(cuts)]
 
 
 def infer_partition_column(values: Iterable[str | None]) -> pa.Array:
