@@ -377,6 +377,10 @@ def test_schema_inference_on_mixed_files_reports_the_features(tmp_path):
     assert sampled.records == 2
     assert sampled.schema().field("tags").type == pa.string()  # only ["a"] was seen
     assert infer_tfrecord_schema([str(tmp_path / "a.tfrecord")], sample_records=None).records == 2
+    # The cap holds across the chunks the sample is decoded in (4096 records each).
+    many = encode_examples(pa.RecordBatch.from_pydict({"id": list(range(5000))}))
+    (tmp_path / "many.tfrecord").write_bytes(frame_records(many))
+    assert infer_tfrecord_schema([str(tmp_path / "many.tfrecord")], sample_records=4500).records == 4500
 
 
 def test_read_errors_name_the_path(tmp_path):

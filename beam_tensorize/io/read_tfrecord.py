@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -134,11 +135,12 @@ def infer_tfrecord_schema(
     for path in files:
         if sample_records is not None and inference.records >= sample_records:
             break
+        records = _open_records(path, compression, verify_crc)
+        if per_file is not None:
+            records = itertools.islice(records, per_file)
         chunk = []
-        for record in _open_records(path, compression, verify_crc):
+        for record in records:
             chunk.append(record)
-            if per_file is not None and len(chunk) >= per_file:
-                break
             if len(chunk) >= 4096:
                 inference.observe(chunk, path)
                 chunk = []
