@@ -161,7 +161,8 @@ class ReadTFRecord(beam.PTransform):
     Without `schema`, one is inferred when the transform is built from a sample of
     `infer_sample_records` records (None: all of them) with the rules of
     `beam_tensorize.kernels.tfrecord_read`; the features seen are logged and kept in
-    `.inference` (`.inference.report()`); the final schema is `.schema`.
+    `.inference` (`.inference.report()`); the final schema is `.schema`, the files found when
+    the transform was built `.files`.
 
     Every record's checksums are verified (`verify_crc`). A corrupt record, or one that does
     not fit the schema, fails the job with its file and position, or, with
@@ -242,17 +243,20 @@ class ReadTFRecord(beam.PTransform):
                 f"ReadTFRecord: {clash} are both record features and partition folders under {path}"
             )
         self.schema = pa.schema(list(record_schema) + partition_fields)
-        self._files = files
-        self._record_schema = record_schema
-        self._partition_fields = tuple(partition_fields)
-        self._record_type = record_type
-        self._compression = compression
-        self._verify_crc = verify_crc
-        self._dead_letters = dead_letters
-        self._batch_rows = batch_rows
+        self.files = files
+        self._reading = FileReading(
+            files.base,
+            record_schema,
+            tuple(partition_fields),
+            record_type,
+            compression,
+            verify_crc,
+            dead_letters,
+            batch_rows,
+        )
 
     def expand(self, pipeline):
-        files = self._files
+        files = self.files
         read = (
             pipeline
             | "Pattern" >> beam.Create([files.pattern])
@@ -260,23 +264,9 @@ class ReadTFRecord(beam.PTransform):
             | "Paths" >> beam.Map(lambda metadata: metadata.path)
             | "SkipHidden" >> beam.Filter(lambda p, base: _visible(base, p), files.base)
             | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadFiles"
-            >> beam.ParDo(
-                _ReadFileFn(
-                    FileReading(
-                        files.base,
-                        self._record_schema,
-                        self._partition_fields,
-                        self._record_type,
-                        self._compression,
-                        self._verify_crc,
-                        self._dead_letters,
-                        self._batch_rows,
-                    )
-                )
-            ).with_outputs(DEAD_LETTERS, main=_BATCHES)
+            | "ReadFiles" >> beam.ParDo(_ReadFileFn(self._reading)).with_outputs(DEAD_LETTERS, main=_BATCHES)
         )
-        if self._dead_letters:
+        if self._reading.dead_letters:
             return ReadTFRecordOutputs(read[_BATCHES], read[DEAD_LETTERS])
         return read[_BATCHES]
 

@@ -31,7 +31,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from beam_tensorize.io.files import create_file
-from beam_tensorize.io.read_tfrecord import ReadTFRecord, TFRecordFiles
+from beam_tensorize.io.read_tfrecord import ReadTFRecord
 
 # The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
 from beam_tensorize.io.tfrecord import (
@@ -129,7 +129,7 @@ class TFRecordDataSource(DataSource):
             else positive(opts, "inferSampleRecords", 1000, TFRECORD_FORMAT),
         )
         schema = read.schema if schema is None else schema
-        files = TFRecordFiles.find(self._path)
+        files = read.files  # listed once, by the read
         folders = {
             name for name, _ in parse_partition_path(posixpath.dirname(files.relative(files.paths[0])))
         }
@@ -165,8 +165,8 @@ class _TFRecordFile(InputPartition):
 class _TFRecordReader(DataSourceReader):
     def __init__(self, source: TFRecordDataSource, schema: StructType):
         self._target = to_arrow_schema(schema, timezone="UTC")
-        _, self._reading = source._reading(self._target)
-        self._paths = TFRecordFiles.find(source._path).paths
+        read, self._reading = source._reading(self._target)
+        self._paths = read.files.paths
 
     def partitions(self) -> Sequence[InputPartition]:
         return [_TFRecordFile(path) for path in self._paths]
