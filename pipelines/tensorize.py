@@ -1,4 +1,5 @@
-"""The `tensorize` command line: Avro -> TFRecords + metadata on any Beam runner.
+"""The `tensorize` command line: Avro / Parquet / ORC / TFRecord -> TFRecords + metadata on any
+Beam runner.
 
     python -m pipelines.tensorize                      # the bundled MovieLens sample
     python -m pipelines.tensorize --input 'data/*.avro' --config config.json \\
@@ -22,8 +23,9 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
-from beam_tensorize.io import ReadAvro
+from beam_tensorize.io import ReadTable
 from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES
+from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import EXECUTION_MODES, SPLIT_FOLDERS, Tensorize, read_metadata
 from beam_tensorize.transforms.tensorize import ignoring_existing
@@ -44,8 +46,15 @@ class TensorizeOptions(PipelineOptions):
         parser.add_argument(
             "--input",
             default=None,
-            help="Avro input: a file, glob or comma-separated list of them (local, gs://, "
+            help="Input files: a file, glob or comma-separated list of them (local, gs://, "
             "s3://). With neither --input nor --config, the bundled MovieLens sample is used.",
+        )
+        parser.add_argument(
+            "--input_format",
+            default=AUTO,
+            choices=(AUTO, *format_names()),
+            help="Format of the input files: auto (default: told from each file's first bytes), "
+            "avro, parquet, orc or tfrecord (tf.train.Example records).",
         )
         parser.add_argument(
             "--config",
@@ -125,7 +134,7 @@ class TensorizeOptions(PipelineOptions):
             "--batch_rows",
             type=int,
             default=8192,
-            help="Rows per Arrow record batch read from Avro (default 8192).",
+            help="Rows per Arrow record batch read from the input (default 8192).",
         )
 
 
@@ -180,9 +189,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
     config = load_config(settings["config"])
     return (
         pipeline
-        | "ReadAvro"
-        >> ReadAvro(
+        | "ReadInput"
+        >> ReadTable(
             settings["patterns"],
+            format=options.input_format,
             columns=Tensorize.input_columns(config, settings["extra"]),
             batch_rows=options.batch_rows,
         )
@@ -207,7 +217,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
 def _print_help() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m pipelines.tensorize",
-        description="Turn Avro data into tf.train.Example TFRecords plus tensor metadata, "
+        description="Turn Avro, Parquet, ORC or TFRecord data into tf.train.Example TFRecords "
+        "plus tensor metadata, "
         "driven by an Avro2TF-compatible config.",
         epilog="All standard Apache Beam pipeline flags are accepted too, e.g. --runner "
         "DirectRunner|DataflowRunner|FlinkRunner|SparkRunner|PortableRunner, "

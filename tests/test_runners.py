@@ -216,7 +216,8 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
     graph = pipeline.runner.job.proto_pipeline
     urns = {t.unique_name: t.spec.urn for t in graph.components.transforms.values()}
     for step in [
-        "ReadAvro/DecodeBlocks",
+        "ReadInput/PlanSplits",
+        "ReadInput/ReadSplits",
         "Tensorize/ExtractFeatures",
         "Tensorize/HashFeatures",
         "Tensorize/ApplyFeatureLists",

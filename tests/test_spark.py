@@ -319,7 +319,7 @@ def test_partition_by_same_files_as_beam(spark, small_blocks, tmp_path):
         ({"compression": "lzo"}, "compression 'lzo' is not one of none, gzip, zlib"),
         ({"shared_feature_lists": [["genreIds", "nope"]]}, "unknown tensor 'nope'"),
         ({"extra_columns": ["userId"]}, r"extra columns \['userId'\] have the names of tensors"),
-        ({"batch_rows": 0}, "batch_rows and split_bytes must be positive"),
+        ({"batch_rows": 0}, "batch_rows must be a positive integer, got 0"),
     ],
 )
 def test_bad_arguments_fail_before_anything_runs(spark, tmp_path, arguments, message):
@@ -385,7 +385,7 @@ def test_avro_source_provenance_gives_back_the_reader_batches(spark, small_block
         .options(columns="userId", provenance="true", splitBytes="20000", batchRows="40")
         .load(small_blocks)
     )
-    assert df.columns == ["userId", "_source_file", "_source_offset"]
+    assert df.columns == ["userId", "_source_file", "_source_offset", "_source_unit"]
     got = df.mapInArrow(_batch_summary, "path string, offset long, rows long, first long").collect()
     from beam_tensorize.kernels.provenance import source_of
 

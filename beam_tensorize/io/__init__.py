@@ -1,7 +1,16 @@
-"""Beam sources and sinks: Avro in, TFRecord out and in."""
+"""Beam sources and sinks: tables (Avro, Parquet, ORC, TFRecord) in, TFRecord out and in."""
 
-from beam_tensorize.io.avro import ReadAvro
 from beam_tensorize.io.read_tfrecord import ReadTFRecord, ReadTFRecordOutputs, infer_tfrecord_schema
+from beam_tensorize.io.table import ReadAvro, ReadOrc, ReadParquet, ReadTable
 from beam_tensorize.io.tfrecord import WriteTFRecord
 
-__all__ = ["ReadAvro", "ReadTFRecord", "ReadTFRecordOutputs", "WriteTFRecord", "infer_tfrecord_schema"]
+__all__ = [
+    "ReadAvro",
+    "ReadOrc",
+    "ReadParquet",
+    "ReadTFRecord",
+    "ReadTFRecordOutputs",
+    "ReadTable",
+    "WriteTFRecord",
+    "infer_tfrecord_schema",
+]

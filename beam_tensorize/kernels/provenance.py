@@ -1,14 +1,18 @@
 """Where a record batch came from, kept in its schema metadata.
 
-Readers tag each batch with its source file and the byte offset of its first block. Later
-steps use the tag to name bad records precisely and to order records deterministically
-(the same input gives the same files on every runner).
+Readers tag each batch with its source file and where in the file its rows start: the byte
+offset of its first block (Avro, `unit="byte"`), the index of its first row in the file
+(Parquet, TFRecord: `unit="row"`), or the stripe and the row in it (ORC: `unit="stripe"`,
+offset `stripe << 32 | row`). Later steps use the tag to name bad records precisely and to
+order records deterministically (the same input gives the same files on every runner).
 
 Example:
     >>> import pyarrow as pa
     >>> batch = with_source(pa.RecordBatch.from_pydict({"a": [1]}), "gs://b/x.avro", 1024)
     >>> source_of(batch)
     ('gs://b/x.avro', 1024)
+    >>> describe_row(with_source(batch, "gs://b/x.parquet", 8192, unit="row"), 3)
+    'gs://b/x.parquet: record 8195'
 """
 
 from __future__ import annotations
@@ -17,17 +21,37 @@ import hashlib
 
 import pyarrow as pa
 
-__all__ = ["describe_row", "order_key", "source_of", "with_source"]
+__all__ = ["UNITS", "describe_row", "order_key", "source_of", "source_unit", "stripe_offset", "with_source"]
 
 _SOURCE = b"beam_tensorize.source"
 _OFFSET = b"beam_tensorize.offset"
+_UNIT = b"beam_tensorize.unit"
+#: What a tag's offset counts: bytes (Avro blocks), rows, or (ORC) `stripe << 32 | row`.
+UNITS = ("byte", "row", "stripe")
+_STRIPE_SHIFT = 32
 
 
-def with_source(batch: pa.RecordBatch, path: str, offset: int) -> pa.RecordBatch:
-    """`batch` tagged with its source file and the byte offset where its rows start."""
+def with_source(batch: pa.RecordBatch, path: str, offset: int, unit: str = "byte") -> pa.RecordBatch:
+    """`batch` tagged with its source file and where its rows start (`offset`, in `unit`s)."""
+    if unit not in UNITS:
+        raise ValueError(f"unit {unit!r} is not one of {', '.join(UNITS)}")
     metadata = dict(batch.schema.metadata or {})
     metadata.update({_SOURCE: path.encode(), _OFFSET: str(offset).encode()})
+    if unit == "byte":
+        metadata.pop(_UNIT, None)
+    else:
+        metadata[_UNIT] = unit.encode()
     return batch.replace_schema_metadata(metadata)
+
+
+def source_unit(batch: pa.RecordBatch) -> str:
+    """What the offset of a tagged batch counts (see `UNITS`)."""
+    return (batch.schema.metadata or {}).get(_UNIT, b"byte").decode()
+
+
+def stripe_offset(stripe: int, row: int) -> int:
+    """The offset of row `row` of ORC stripe `stripe` (unit "stripe")."""
+    return (stripe << _STRIPE_SHIFT) | row
 
 
 def source_of(batch: pa.RecordBatch) -> tuple[str, int] | None:
@@ -44,6 +68,12 @@ def describe_row(batch: pa.RecordBatch, row: int) -> str:
     if source is None:
         return f"row {row} of an untagged batch"
     path, offset = source
+    unit = source_unit(batch)
+    if unit == "row":
+        return f"{path}: record {offset + row}"
+    if unit == "stripe":
+        mask = (1 << _STRIPE_SHIFT) - 1
+        return f"{path}: stripe {offset >> _STRIPE_SHIFT}, record {(offset & mask) + row}"
     return f"{path}: record {row} of the rows starting at byte {offset}"
 
 

@@ -5,7 +5,8 @@ PySpark, so `import beam_tensorize` works without it.
 
 * `tensorize_spark(spark, input_paths, config, output, ...)` — the whole job, with the output
   of the Beam `Tensorize` job (see docs/spark.md).
-* Spark data sources: `beam_tensorize_avro` (Avro files read with beam_tensorize's reader) and
+* Spark data sources: `beam_tensorize_table` (Avro, Parquet, ORC or TFRecord files read with
+  beam_tensorize's format layer), `beam_tensorize_avro` (the same, Avro only) and
   `tfrecord` (TFRecord files of Examples, SequenceExamples or bytes, read and written, with
   Hive partition folders).
 
@@ -24,15 +25,23 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from beam_tensorize.spark.avro_source import AVRO_FORMAT, AvroDataSource, source_batches
+from beam_tensorize.spark.table_source import (
+    AVRO_FORMAT,
+    TABLE_FORMAT,
+    AvroDataSource,
+    TableDataSource,
+    source_batches,
+)
 from beam_tensorize.spark.tensorize import tensorize_spark
 from beam_tensorize.spark.tfrecord_source import TFRECORD_FORMAT, TFRecordDataSource
 
 __all__ = [
     "AVRO_FORMAT",
+    "TABLE_FORMAT",
     "TFRECORD_FORMAT",
     "AvroDataSource",
     "TFRecordDataSource",
+    "TableDataSource",
     "register_data_sources",
     "source_batches",
     "tensorize_spark",
@@ -46,7 +55,9 @@ def register_data_sources(spark: SparkSession) -> None:
 
         register_data_sources(spark)
         spark.read.format("beam_tensorize_avro").load("data/*.avro")
+        spark.read.format("beam_tensorize_table").load("data/*.parquet")
         spark.read.format("tfrecord").load("out/trainingData")
     """
+    spark.dataSource.register(TableDataSource)
     spark.dataSource.register(AvroDataSource)
     spark.dataSource.register(TFRecordDataSource)

@@ -1,8 +1,8 @@
 """`tensorize_spark`: the whole tensorize job on PySpark, with the Beam job's output.
 
 The job runs the kernels the Beam transforms run, through `DataFrame.mapInArrow`, on the
-record batches the Avro data source gives (the Beam reader's batches, see
-`beam_tensorize.spark.avro_source`):
+record batches the table data source gives (the Beam reader's batches, see
+`beam_tensorize.spark.table_source`):
 
 1. train mode: extract + hash each batch and count its feature-list entries
    (`partial_counts`); Spark sums the counts per entry and keeps the top `vocabSizeCap` of
@@ -39,15 +39,15 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from beam_tensorize.config import load_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.io import ReadAvro, WriteTFRecord
+from beam_tensorize.io import ReadTable, WriteTFRecord
 from beam_tensorize.io.files import create_file
 
 # The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
 from beam_tensorize.io.tfrecord import TEMP_FOLDER, CommitPlan, check_target, commit_files, delete_temporary
-from beam_tensorize.kernels.avro import DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.extract import extract_tensors, input_columns
 from beam_tensorize.kernels.features import layout_of
+from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
 from beam_tensorize.kernels.hashing import hash_tensors
 from beam_tensorize.kernels.shards import shard_chunks, write_shard
 from beam_tensorize.kernels.vocab import (
@@ -58,7 +58,7 @@ from beam_tensorize.kernels.vocab import (
     lists_per_tensor,
     partial_counts,
 )
-from beam_tensorize.spark.avro_source import AVRO_FORMAT, AvroDataSource, source_batches
+from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 from beam_tensorize.transforms import ExtractFeatures, Tensorize
 from beam_tensorize.transforms.encode import dead_letter_json
 from beam_tensorize.transforms.feature_lists import (
@@ -132,13 +132,16 @@ def tensorize_spark(
     extra_columns: Sequence[str] = (),
     partition_by: Sequence[str] = (),
     *,
+    input_format: str = AUTO,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
 ) -> dict:
-    """Tensorize Avro files on Spark into the output of the Beam `Tensorize` job.
+    """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
+    `Tensorize` job.
 
     The arguments are those of `beam_tensorize.transforms.Tensorize` (`mode` is its
-    `execution_mode`), plus the reader's `batch_rows` and `split_bytes` of `ReadAvro`, and are
+    `execution_mode`), plus the reader's `input_format`, `batch_rows` and `split_bytes` of
+    `ReadTable`, and are
     checked by the same code. For the same input and arguments the output is the Beam job's,
     byte for byte: TFRecord files (each record in the same file, in the same order),
     `metadata/tensor_metadata.json`, `featureList/<tensor>`, `metadata/featureListCounts/`,
@@ -148,7 +151,7 @@ def tensorize_spark(
 
     Args:
         spark: the session to run on.
-        input_paths: Avro files: a path or glob, or a list of them (local, gs://, s3://).
+        input_paths: input files: a path or glob, or a list of them (local, gs://, s3://).
         config: the parsed config, or the path of a config file.
         output: the output folder.
         mode: "train", "validation" or "test" (selects the split folder).
@@ -163,8 +166,10 @@ def tensorize_spark(
         filter_zeros: drop zero values from name-term-value sparse vectors.
         extra_columns: input columns written as they are beside the tensors.
         partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
-        batch_rows: rows per Arrow batch read from Avro.
-        split_bytes: size of the byte ranges Avro files are read in (one Spark partition each).
+        input_format: "auto" (told from each file's first bytes), "avro", "parquet", "orc" or
+            "tfrecord".
+        batch_rows: rows per Arrow batch read from the input.
+        split_bytes: about how many bytes one split reads (one Spark partition each).
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -201,14 +206,15 @@ def tensorize_spark(
     split = SPLIT_FOLDERS[mode]
     split_dir = posixpath.join(out, split)
     WriteTFRecord(split_dir, num_shards=num_shards, compression=compression, save_mode=save_mode)
-    ReadAvro(patterns, columns=columns, batch_rows=batch_rows, split_bytes=split_bytes)
+    ReadTable(patterns, input_format, columns=columns, batch_rows=batch_rows, split_bytes=split_bytes)
     if ignoring_existing(split_dir, save_mode):
         _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
 
-    spark.dataSource.register(AvroDataSource)
+    spark.dataSource.register(TableDataSource)
     rows = (
-        spark.read.format(AVRO_FORMAT)
+        spark.read.format(TABLE_FORMAT)
+        .option("format", input_format)
         .option("columns", ",".join(columns))
         .option("provenance", "true")
         .option("batchRows", str(batch_rows))

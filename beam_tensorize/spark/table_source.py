@@ -1,14 +1,16 @@
-"""Avro files as a Spark DataFrame, read by beam_tensorize's own Avro reader.
+"""Tables (Avro, Parquet, ORC, TFRecord) as a Spark DataFrame, read by beam_tensorize's own
+format layer (`beam_tensorize.kernels.formats`).
 
-PySpark ships no Avro reader (spark-avro is a separate jar); this Python data source, format
-`beam_tensorize_avro`, reads Avro files with `beam_tensorize.kernels.avro`: files are cut
-into byte ranges (one Spark partition each) that start reading at Avro sync markers, blocks
-are decoded straight into Arrow record batches, and the batches go to Spark as they are. The
-values and the batches are those the Beam `ReadAvro` gives for the same files.
+The data source `beam_tensorize_table` reads files of any input format (option `format`,
+default `auto`: told from each file's first bytes); `beam_tensorize_avro` is the same source
+for Avro alone (PySpark ships no Avro reader: spark-avro is a separate jar). Files are cut
+into the format's splits (Avro byte ranges, Parquet row groups, ORC stripes, whole TFRecord
+files), one Spark partition each, and the batches go to Spark as they are: the values and the
+batches are those the Beam `ReadTable` gives for the same files.
 
 With the option `provenance`, every row also carries where its batch came from (the columns
-`_source_file` and `_source_offset`); `source_batches` turns the Arrow batches of a
-`mapInArrow` function back into the reader's batches, tagged as the Beam reader tags them
+`_source_file`, `_source_offset` and `_source_unit`); `source_batches` turns the Arrow batches
+of a `mapInArrow` function back into the reader's batches, tagged as the Beam reader tags them
 (`beam_tensorize.kernels.provenance`), so kernels that name bad rows or place records by
 their source give the same results as in Beam.
 """
@@ -26,56 +28,143 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from beam_tensorize.kernels import avro
-from beam_tensorize.kernels.provenance import source_of, with_source
+from beam_tensorize.kernels import formats
+from beam_tensorize.kernels.provenance import source_of, source_unit, with_source
 from beam_tensorize.spark._options import flag, lowered, positive
 
 __all__ = [
     "AVRO_FORMAT",
     "SOURCE_FILE_COLUMN",
     "SOURCE_OFFSET_COLUMN",
+    "SOURCE_UNIT_COLUMN",
+    "TABLE_FORMAT",
     "AvroDataSource",
+    "TableDataSource",
     "source_batches",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
+#: The format name of the data source for any input format.
+TABLE_FORMAT = "beam_tensorize_table"
 #: The format name of the Avro data source.
 AVRO_FORMAT = "beam_tensorize_avro"
 #: With `provenance`: the file a row's batch was read from.
 SOURCE_FILE_COLUMN = "_source_file"
-#: With `provenance`: the byte offset of the first Avro block of a row's batch.
+#: With `provenance`: where in its file a row's batch starts (see `SOURCE_UNIT_COLUMN`).
 SOURCE_OFFSET_COLUMN = "_source_offset"
-_PROVENANCE_FIELDS = [pa.field(SOURCE_FILE_COLUMN, pa.string()), pa.field(SOURCE_OFFSET_COLUMN, pa.int64())]
+#: With `provenance`: what the offset counts ("byte", "row" or "stripe", see `provenance`).
+SOURCE_UNIT_COLUMN = "_source_unit"
+_PROVENANCE_FIELDS = [
+    pa.field(SOURCE_FILE_COLUMN, pa.string()),
+    pa.field(SOURCE_OFFSET_COLUMN, pa.int64()),
+    pa.field(SOURCE_UNIT_COLUMN, pa.string()),
+]
+_PROVENANCE_NAMES = tuple(f.name for f in _PROVENANCE_FIELDS)
 
 
-class _AvroRange(InputPartition):
-    """One byte range of one file: the blocks starting in `[start, end)`."""
+class _TableSplit(InputPartition):
+    """One split of one file, with the format that reads it."""
 
-    def __init__(self, path: str, start: int, end: int):
-        super().__init__((path, start, end))
-        self.path, self.start, self.end = path, start, end
+    def __init__(self, fmt: formats.InputFormat, split: formats.Split):
+        super().__init__((fmt.name, *split))
+        self.format, self.split = fmt, split
 
 
-class AvroDataSource(DataSource):
-    """Spark data source `beam_tensorize_avro`: Avro files read with beam_tensorize's reader.
+class TableDataSource(DataSource):
+    """Spark data source `beam_tensorize_table`: table files read with beam_tensorize's readers.
 
-    Options (`spark.read.format("beam_tensorize_avro").option(name, value)`):
+    Options (`spark.read.format("beam_tensorize_table").option(name, value)`):
 
     * `path` (or several paths through `.load([...])`): files or globs (local, gs://, s3://
       through Beam's file systems). A pattern that matches nothing fails, naming it.
+    * `format`: `auto` (default: each file's format told from its first bytes), `avro`,
+      `parquet`, `orc` or `tfrecord`.
     * `columns`: comma-separated columns to read, or dotted paths into records
       (`genreFeatures.term`) to read only those nested fields; names match exactly, else
       case-insensitively. Default: all columns.
     * `batchRows` (default 8192) and `splitBytes` (default 64 MiB): rows per Arrow batch and
-      size of the byte ranges (one Spark partition each), as in the Beam `ReadAvro`.
-    * `provenance` (`true` / `false`, default false): add `_source_file` and
-      `_source_offset`, where each row's batch starts (see `source_batches`).
+      size of the splits (one Spark partition each), as in the Beam `ReadTable`.
+    * `provenance` (`true` / `false`, default false): add `_source_file`, `_source_offset`
+      and `_source_unit`, where each row's batch starts (see `source_batches`).
 
     The schema is that of the first file (in path order); other files must have the same
     columns, with types that convert to it. Spark has no fixed-size binary or millisecond
     time type: Avro `fixed` is read as binary, times as `time` in nanoseconds; timestamps
     become microseconds.
+
+    Example::
+
+        from beam_tensorize.spark import register_data_sources
+
+        register_data_sources(spark)
+        df = (spark.read.format("beam_tensorize_table")
+              .option("columns", "userId,genreFeatures.term").load("data/*.parquet"))
+    """
+
+    #: The format read when the `format` option is not given.
+    default_format = formats.AUTO
+
+    @classmethod
+    def name(cls) -> str:
+        return TABLE_FORMAT
+
+    def __init__(self, options):
+        super().__init__(options)
+        opts = lowered(options)
+        if "paths" in opts:
+            patterns = list(json.loads(opts["paths"]))
+        elif "path" in opts:
+            patterns = [opts["path"]]
+        else:
+            patterns = []
+        if not patterns or not all(isinstance(p, str) and p.strip() for p in patterns):
+            raise ValueError(f"{self.name()}: give the input files as .load(path) or .load([paths])")
+        self._patterns = patterns
+        columns = opts.get("columns")
+        self._columns = None if columns is None else [c.strip() for c in columns.split(",") if c.strip()]
+        self._format = None
+        name = opts.get("format", self.default_format)
+        if name != formats.AUTO:
+            try:
+                self._format = formats.get_format(name)
+            except ValueError as err:
+                raise ValueError(f"{self.name()}: {err}") from None
+        self._batch_rows = positive(opts, "batchRows", formats.DEFAULT_BATCH_ROWS, self.name())
+        self._split_bytes = positive(opts, "splitBytes", formats.DEFAULT_SPLIT_BYTES, self.name())
+        self._provenance = flag(opts, "provenance", False, self.name())
+
+    def _files(self) -> list[tuple[str, int]]:
+        from beam_tensorize.io.files import match_files
+
+        kind = self._format.kind if self._format is not None else "input"
+        return [file for pattern in self._patterns for file in match_files(pattern, kind)]
+
+    def _format_of(self, f, path: str, size: int) -> formats.InputFormat:
+        """The file's format (told from its first bytes with `auto`); `f` is left at its start."""
+        head = f.read(formats.HEAD_BYTES)
+        f.seek(0)
+        if self._format is None:
+            return formats.detect_format(head, path)
+        if size and self._format.name != "avro":  # the Avro reader names a bad magic itself
+            formats.check_format(self._format, head, path)
+        return self._format
+
+    def schema(self) -> StructType:
+        path, size = self._files()[0]
+        with _open(path) as f:
+            arrow_schema = self._format_of(f, path, size).read_schema(f, path, self._columns)
+        fields = [_spark_field(field, path) for field in arrow_schema]
+        if self._provenance:
+            fields += _PROVENANCE_FIELDS
+        return from_arrow_schema(pa.schema(fields))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _TableReader(self, schema)
+
+
+class AvroDataSource(TableDataSource):
+    """Spark data source `beam_tensorize_avro`: `beam_tensorize_table` for Avro files alone.
 
     Example::
 
@@ -88,75 +177,47 @@ class AvroDataSource(DataSource):
         df.count()  # 300
     """
 
+    default_format = "avro"
+
     @classmethod
     def name(cls) -> str:
         return AVRO_FORMAT
 
-    def __init__(self, options):
-        super().__init__(options)
-        opts = lowered(options)
-        if "paths" in opts:
-            patterns = list(json.loads(opts["paths"]))
-        elif "path" in opts:
-            patterns = [opts["path"]]
-        else:
-            patterns = []
-        if not patterns or not all(isinstance(p, str) and p.strip() for p in patterns):
-            raise ValueError(f"{AVRO_FORMAT}: give the Avro files as .load(path) or .load([paths])")
-        self._patterns = patterns
-        columns = opts.get("columns")
-        self._columns = None if columns is None else [c.strip() for c in columns.split(",") if c.strip()]
-        self._batch_rows = positive(opts, "batchRows", avro.DEFAULT_BATCH_ROWS, AVRO_FORMAT)
-        self._split_bytes = positive(opts, "splitBytes", avro.DEFAULT_SPLIT_BYTES, AVRO_FORMAT)
-        self._provenance = flag(opts, "provenance", False, AVRO_FORMAT)
 
-    def _files(self) -> list[tuple[str, int]]:
-        from beam_tensorize.io.files import match_files
+def _open(path: str):
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
 
-        return [file for pattern in self._patterns for file in match_files(pattern, "Avro")]
-
-    def schema(self) -> StructType:
-        from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
-
-        path = self._files()[0][0]
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            arrow_schema = avro.read_range_schema(f, path, self._columns)
-        fields = [_spark_field(field, path) for field in arrow_schema]
-        if self._provenance:
-            fields += _PROVENANCE_FIELDS
-        return from_arrow_schema(pa.schema(fields))
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return _AvroReader(self, schema)
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-class _AvroReader(DataSourceReader):
-    def __init__(self, source: AvroDataSource, schema: StructType):
+class _TableReader(DataSourceReader):
+    def __init__(self, source: TableDataSource, schema: StructType):
         self._source = source
         self._schema = schema
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [
-            _AvroRange(path, start, end)
-            for path, size in self._source._files()
-            for start, end in avro.split_ranges(size, self._source._split_bytes)
-        ]
+        source = self._source
+        splits = []
+        for path, size in source._files():
+            fmt = source._format
+            if fmt is not None and not fmt.needs_file_to_plan:
+                planned = fmt.plan_splits(None, path, size, source._split_bytes)
+            else:
+                with _open(path) as f:
+                    fmt = source._format_of(f, path, size)
+                    planned = fmt.plan_splits(f, path, size, source._split_bytes)
+            splits += [_TableSplit(fmt, split) for split in planned]
+        return splits
 
-    def read(self, partition: _AvroRange) -> Iterator[pa.RecordBatch]:
-        from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
-
+    def read(self, partition: _TableSplit) -> Iterator[pa.RecordBatch]:
         source = self._source
         target = to_arrow_schema(self._schema, timezone="UTC")
-        data_schema = pa.schema(
-            [f for f in target if f.name not in (SOURCE_FILE_COLUMN, SOURCE_OFFSET_COLUMN)]
-        )
-        path = partition.path
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for batch in avro.read_avro_range(
-                f, path, source._columns, partition.start, partition.end, source._batch_rows
-            ):
+        data_schema = pa.schema([f for f in target if f.name not in _PROVENANCE_NAMES])
+        split = partition.split
+        path = split.path
+        with _open(path) as f:
+            for batch in partition.format.read_split(f, split, source._columns, source._batch_rows):
                 data = _cast(batch.replace_schema_metadata(None), data_schema, path)
                 if source._provenance:
                     _, offset = source_of(batch)
@@ -164,7 +225,8 @@ class _AvroReader(DataSourceReader):
                     columns = [
                         *data.columns,
                         pa.array([path] * n, pa.string()),
-                        pa.array([offset] * n, pa.int64()),
+                        pa.array(np.full(n, offset, np.int64)),
+                        pa.array([source_unit(batch)] * n, pa.string()),
                     ]
                     data = pa.RecordBatch.from_arrays(columns, schema=target)
                 yield data
@@ -216,8 +278,8 @@ def source_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
 
     Spark hands a `mapInArrow` function its rows in batches of its own size. With the
     `provenance` option, the rows of one reader batch are consecutive in a partition and
-    share `_source_file` and `_source_offset`; this gathers each such run into one batch,
-    drops the two columns, and tags the batch with its source as the Beam reader does.
+    share `_source_file`, `_source_offset` and `_source_unit`; this gathers each such run into
+    one batch, drops those columns, and tags the batch with its source as the Beam reader does.
 
     Example::
 
@@ -228,7 +290,7 @@ def source_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         df.mapInArrow(count_batches, "rows long")
     """
     pending: list[pa.RecordBatch] = []
-    tag: tuple[str, int] | None = None
+    tag: tuple[str, int, str] | None = None
     for batch in batches:
         n = batch.num_rows
         if n == 0:
@@ -241,7 +303,11 @@ def source_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         starts = [0, *(np.flatnonzero(changed) + 1).tolist()]
         for i, start in enumerate(starts):
             stop = starts[i + 1] if i + 1 < len(starts) else n
-            run_tag = (files[start].as_py(), int(offsets[start]))
+            run_tag = (
+                files[start].as_py(),
+                int(offsets[start]),
+                batch.column(SOURCE_UNIT_COLUMN)[start].as_py(),
+            )
             if run_tag != tag and pending:
                 yield _tagged(pending, tag)
                 pending = []
@@ -251,11 +317,7 @@ def source_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         yield _tagged(pending, tag)
 
 
-def _tagged(pieces: list[pa.RecordBatch], tag: tuple[str, int]) -> pa.RecordBatch:
+def _tagged(pieces: list[pa.RecordBatch], tag: tuple[str, int, str]) -> pa.RecordBatch:
     batch = pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
-    keep = [
-        i
-        for i, name in enumerate(batch.schema.names)
-        if name not in (SOURCE_FILE_COLUMN, SOURCE_OFFSET_COLUMN)
-    ]
+    keep = [i for i, name in enumerate(batch.schema.names) if name not in _PROVENANCE_NAMES]
     return with_source(batch.select(keep), *tag)
