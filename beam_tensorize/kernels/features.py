@@ -323,7 +323,7 @@ def _zero(t: pa.DataType):
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return ""
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return pa.scalar(b"\0" * getattr(t, "byte_width", 0), t)
+        return pa.scalar(b"\0" * (t.byte_width if pa.types.is_fixed_size_binary(t) else 0), t)
     return pa.scalar(None, t)
 
 

@@ -1,7 +1,7 @@
 """Input formats behind one protocol (`InputFormat`): Avro, Parquet, ORC and TFRecord.
 
     >>> format_names()
-    ('avro', 'parquet', 'orc', 'tfrecord')
+    ('avro', 'orc', 'parquet', 'tfrecord')
     >>> detect_format(b"PAR1\\x15\\x04", "x.parquet").name
     'parquet'
 

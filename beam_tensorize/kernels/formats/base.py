@@ -92,6 +92,8 @@ class InputFormat:
 
     #: Whether `plan_splits` reads the file (Avro plans from the size alone).
     needs_file_to_plan: ClassVar[bool] = False
+    #: Whether `matches` is a weak test (no magic bytes): such formats are tried last.
+    weak_signature: ClassVar[bool] = False
 
     def read_schema(self, f: BinaryIO, path: str, columns: Sequence[str] | None = None) -> pa.Schema:
         """The schema of the batches `read_split` gives for this file and `columns`."""
@@ -122,8 +124,7 @@ _FORMATS: dict[str, type[InputFormat]] = {}
 
 
 def register_format(cls: type[InputFormat]) -> type[InputFormat]:
-    """Class decorator: make `cls` known to `get_format`, `format_names` and `detect_format`
-    (formats are tried in the order they were registered)."""
+    """Class decorator: make `cls` known to `get_format`, `format_names` and `detect_format`."""
     if not cls.name or not cls.kind:
         raise ValueError(f"{cls.__name__} needs a `name` and a `kind`")
     if cls.name == AUTO:
@@ -133,8 +134,8 @@ def register_format(cls: type[InputFormat]) -> type[InputFormat]:
 
 
 def format_names() -> tuple[str, ...]:
-    """The registered format names, in registration order."""
-    return tuple(_FORMATS)
+    """The registered format names, sorted."""
+    return tuple(sorted(_FORMATS))
 
 
 def get_format(name: str | InputFormat) -> InputFormat:
@@ -146,13 +147,13 @@ def get_format(name: str | InputFormat) -> InputFormat:
     if isinstance(name, InputFormat):
         return name
     if name not in _FORMATS:
-        raise ValueError(f"input format {name!r} is not one of {AUTO}, {', '.join(_FORMATS)}")
+        raise ValueError(f"input format {name!r} is not one of {AUTO}, {', '.join(format_names())}")
     return _FORMATS[name]()
 
 
 def detect_format(head: bytes, path: str, candidates: Sequence[InputFormat] | None = None) -> InputFormat:
-    """The first of `candidates` (default: every registered format) whose `matches` accepts a
-    file starting with `head`.
+    """The first of `candidates` (default: every registered format; formats with magic bytes
+    before those with a `weak_signature`) whose `matches` accepts a file starting with `head`.
 
     Raises:
         ValueError: the file is empty, or no format matches; the message names the file.
@@ -162,11 +163,13 @@ def detect_format(head: bytes, path: str, candidates: Sequence[InputFormat] | No
             f"{path}: the file is empty (0 bytes), so its format cannot be told; remove it or give "
             "the format (--input_format)"
         )
-    for fmt in candidates if candidates is not None else [cls() for cls in _FORMATS.values()]:
+    if candidates is None:
+        candidates = [cls() for cls in _FORMATS.values()]
+    for fmt in sorted(candidates, key=lambda fmt: fmt.weak_signature):
         if fmt.matches(head):
             return fmt
     raise ValueError(
-        f"{path}: not a file of a known format ({', '.join(_FORMATS)}): its first bytes are "
+        f"{path}: not a file of a known format ({', '.join(format_names())}): its first bytes are "
         f"{head[:8].hex()}; check the input path, or give the format (--input_format)"
     )
 
@@ -179,7 +182,10 @@ def check_format(fmt: InputFormat, head: bytes, path: str) -> None:
         seems = f"it looks like {detect_format(head, path).kind}"
     except ValueError:
         seems = f"its first bytes are {head[:8].hex()}"
-    raise ValueError(f"{path}: not a {fmt.kind} file ({seems}); check the input path or the input format")
+    article = "an" if fmt.kind[:1].upper() in "AEIOU" else "a"
+    raise ValueError(
+        f"{path}: not {article} {fmt.kind} file ({seems}); check the input path or the input format"
+    )
 
 
 def project_schema(schema: pa.Schema, columns: Sequence[str] | None, path: str) -> pa.Schema:
@@ -204,9 +210,12 @@ def project_schema(schema: pa.Schema, columns: Sequence[str] | None, path: str) 
         raise ValueError(f"{path}: {err}") from None
 
 
-def conform_batch(batch: pa.RecordBatch | pa.Table, schema: pa.Schema, path: str) -> pa.RecordBatch:
+def conform_batch(
+    batch: pa.RecordBatch | pa.Table, schema: pa.Schema, path: str, safe: bool = True
+) -> pa.RecordBatch:
     """`batch` with the columns of `schema` in its order and types (nested fields left out where
-    the schema leaves them out); a table is combined into one batch.
+    the schema leaves them out); a table is combined into one batch. With `safe=False`, casts
+    may truncate (e.g. nanoseconds to microseconds).
 
     Raises:
         ValueError: a column is missing or does not convert; the message names the file.
@@ -218,7 +227,7 @@ def conform_batch(batch: pa.RecordBatch | pa.Table, schema: pa.Schema, path: str
             column = column.combine_chunks()
         if not column.type.equals(field.type):
             try:
-                column = column.cast(field.type)
+                column = column.cast(field.type, safe=safe)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
                 raise ValueError(
                     f"{path}: column {field.name!r} ({column.type}) does not read as {field.type}: {err}"

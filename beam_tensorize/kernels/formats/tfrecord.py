@@ -56,6 +56,7 @@ class TFRecordFormat(InputFormat):
     """
 
     name, kind = "tfrecord", "TFRecord"
+    weak_signature = True  # a frame header's checksum, or a GZIP / ZLIB stream header
 
     def __init__(
         self,

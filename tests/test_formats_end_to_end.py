@@ -1,0 +1,241 @@
+"""Any table in: the same rows as Avro, Parquet and ORC give the same output files; every type
+each format holds goes through `Tensorize`; a format of one's own takes one class."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import hashlib
+import json
+import pathlib
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from beam_tensorize.io import ReadTable
+from beam_tensorize.kernels import avro
+from beam_tensorize.kernels.formats import InputFormat, Split, base, project_schema, register_format
+from beam_tensorize.kernels.provenance import with_source
+from beam_tensorize.kernels.tfrecord_files import file_records
+from beam_tensorize.kernels.tfrecord_read import raw_decode
+from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO, SAMPLE_CONFIG
+from pipelines.tensorize import main
+
+pytestmark = pytest.mark.pipeline
+
+
+def _sample_table() -> pa.Table:
+    with open(SAMPLE_AVRO, "rb") as f:
+        return pa.Table.from_batches(list(avro.read_avro_range(f, SAMPLE_AVRO))).replace_schema_metadata(None)
+
+
+@pytest.fixture(scope="module")
+def sample_files(tmp_path_factory) -> dict[str, str]:
+    """The bundled sample as Avro (itself), Parquet (3 row groups) and ORC, written by pyarrow."""
+    root = tmp_path_factory.mktemp("formats")
+    table = _sample_table()
+    pq.write_table(table, root / "sample.parquet", row_group_size=100)
+    orc.write_table(table, root / "sample.orc")
+    return {"avro": SAMPLE_AVRO, "parquet": str(root / "sample.parquet"), "orc": str(root / "sample.orc")}
+
+
+def _digests(folder: pathlib.Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("config", [SAMPLE_CONFIG, AVRO2TF_CONFIG], ids=["sample", "avro2tf"])
+def test_avro_parquet_and_orc_give_identical_files(tmp_path, sample_files, config):
+    outputs = {}
+    for fmt, path in sample_files.items():
+        out = tmp_path / fmt
+        assert main(["--input", path, "--config", config, "--output", str(out)]) == 0
+        outputs[fmt] = _digests(out)
+    assert "trainingData/part-00000-of-00001.tfrecord" in outputs["avro"]
+    assert "metadata/tensor_metadata.json" in outputs["avro"] and "_SUCCESS" in outputs["avro"]
+    assert outputs["parquet"] == outputs["avro"]
+    assert outputs["orc"] == outputs["avro"]
+
+
+def test_auto_reads_a_folder_mixing_formats_and_names_each_split(sample_files):
+    expected = _sample_table().column("userId").to_pylist()
+    with TestPipeline() as p:
+        batches = p | ReadTable(list(sample_files.values()), columns=["userId"], batch_rows=64)
+        ids = batches | beam.FlatMap(lambda b: b.column("userId").to_pylist())
+        assert_that(ids, equal_to(expected * 3))
+
+
+def test_an_explicit_format_that_does_not_fit_fails_naming_the_file(tmp_path, capsys):
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        str(tmp_path / "o"),
+        "--input_format",
+        "orc",
+    ]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{SAMPLE_AVRO}: not an ORC file (it looks like Avro); check the input path or the input format"
+        in err
+    )
+    assert not (tmp_path / "o" / "_SUCCESS").exists()
+
+
+# -- every type a format holds, through Tensorize ---------------------------------------------
+
+ROWS = 6
+_NTV = pa.list_(pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float32())]))
+
+
+def _typed_table(fmt: str) -> pa.Table:
+    """One column per Arrow type the format holds (ORC has no unsigned integers)."""
+    unsigned = fmt != "orc"
+    return pa.table(
+        {
+            "i8": pa.array([1, -2, 3, -4, 5, 127], pa.int8()),
+            "i16": pa.array([1, -2, 3, 4, 5, -32768], pa.int16()),
+            "i32": pa.array([1, -2, 3, 4, 5, 2**31 - 1], pa.int32()),
+            "i64": pa.array([1, -2, 3, 4, 2**40, -(2**62)], pa.int64()),
+            "u8": pa.array([1, 2, 3, 4, 5, 255], pa.uint8() if unsigned else pa.int16()),
+            "u32": pa.array([1, 2, 3, 4, 5, 2**32 - 1], pa.uint32() if unsigned else pa.int64()),
+            "f32": pa.array([0.5, 1.5, -2.5, 3.5, 4.5, 5.5], pa.float32()),
+            "f64": pa.array([0.25, 1.5, 2.5, 3.5, 4.5, 1e30], pa.float64()),
+            "b": pa.array([True, False, True, True, False, True]),
+            "s": pa.array(["a", "b", "", "d", "é", "f"]),
+            "bin": pa.array([b"\x00", b"x", b"", b"\xff", b"yy", b"z"], pa.binary()),
+            "d32": pa.array([datetime.date(2020, 1, i + 1) for i in range(ROWS)], pa.date32()),
+            "ts": pa.array(
+                [datetime.datetime(2020, 1, 1, 0, 0, i, 250) for i in range(ROWS)], pa.timestamp("us")
+            ),
+            "dec": pa.array(
+                [decimal.Decimal(v) for v in ["1.25", "-2.50", "0", "0.01", "3", "4"]], pa.decimal128(10, 2)
+            ),
+            "li": pa.array([[1, 2], [], None, [3], [4, 5, 6], [7]], pa.list_(pa.int64())),
+            "lls": pa.array(
+                [[["a"], ["b", "c"]], [], [[]], [["d"]], None, [["e"]]], pa.list_(pa.list_(pa.string()))
+            ),
+            "st": pa.array(
+                [{"x": i, "y": f"v{i}"} for i in range(ROWS)],
+                pa.struct([("x", pa.int32()), ("y", pa.string())]),
+            ),
+            "m": pa.array(
+                [[("a", 1)], [("b", 2)], [], None, [("a", 5), ("c", 6)], [("a", 7)]],
+                pa.map_(pa.string(), pa.int64()),
+            ),
+            "ntv": pa.array(
+                [[{"name": "g", "term": f"t{i % 3}", "value": float(i)}] for i in range(ROWS)], _NTV
+            ),
+        }
+    )
+
+
+_PLAIN = [("i8", "int"), ("i16", "int"), ("i32", "int"), ("i64", "long"), ("u8", "int"), ("u32", "long"),
+          ("f32", "float"), ("f64", "double"), ("b", "boolean"), ("s", "string"), ("bin", "bytes")]  # fmt: skip
+TYPED_CONFIG = {
+    "features": [{"outputTensorInfo": {"name": n, "dtype": d, "shape": []}} for n, d in _PLAIN]
+    + [
+        {"outputTensorInfo": {"name": "li", "dtype": "long", "shape": [-1]}},
+        {"outputTensorInfo": {"name": "lls", "dtype": "string", "shape": [-1, -1]}},
+        {"inputFeatureInfo": {"columnExpr": "CAST(d32 AS STRING)"}, "outputTensorInfo": {"name": "d32", "dtype": "string", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "CAST(ts AS STRING)"}, "outputTensorInfo": {"name": "ts", "dtype": "string", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "CAST(dec AS DOUBLE)"}, "outputTensorInfo": {"name": "dec", "dtype": "double", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "st.y"}, "outputTensorInfo": {"name": "sty", "dtype": "string", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "coalesce(m['a'], -1)"}, "outputTensorInfo": {"name": "ma", "dtype": "long", "shape": []}},
+        {"inputFeatureInfo": {"columnConfig": {"ntv": {"whitelist": ["*"]}}},
+         "outputTensorInfo": {"name": "ntv", "dtype": "long", "shape": [], "isSparse": True}},
+    ]
+}  # fmt: skip
+
+
+def _expected(table: pa.Table) -> dict[str, list]:
+    """What every record must hold, computed from the input rows alone."""
+    rows = table.to_pylist()
+    got: dict[str, list] = {}
+    for name, dtype in _PLAIN:
+        if dtype == "string":
+            got[name] = [[r[name].encode()] for r in rows]
+        elif dtype == "boolean":
+            got[name] = [[int(r[name])] for r in rows]
+        elif dtype in ("float", "double"):  # Examples hold 32-bit floats
+            got[name] = [[float(pa.scalar(r[name], pa.float32()).as_py())] for r in rows]
+        else:
+            got[name] = [[r[name]] for r in rows]
+    got["li"] = [r["li"] or [] for r in rows]
+    got["lls"] = [[v.encode() for inner in (r["lls"] or []) for v in inner] for r in rows]
+    got["lls/row_lengths_1"] = [[len(inner) for inner in (r["lls"] or [])] for r in rows]
+    got["d32"] = [[r["d32"].isoformat().encode()] for r in rows]
+    got["ts"] = [[r["ts"].strftime("%Y-%m-%d %H:%M:%S.%f").encode()] for r in rows]
+    got["dec"] = [[pa.scalar(float(r["dec"]), pa.float32()).as_py()] for r in rows]
+    got["sty"] = [[r["st"]["y"].encode()] for r in rows]
+    got["ma"] = [[dict(r["m"] or []).get("a", -1)] for r in rows]
+    terms = sorted({f"g,t{i % 3}" for i in range(ROWS)})
+    got["ntv/indices"] = [[terms.index(f"g,{r['ntv'][0]['term']}")] for r in rows]
+    got["ntv/values"] = [[r["ntv"][0]["value"]] for r in rows]
+    return got
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_every_type_of_the_format_goes_through_tensorize(tmp_path, fmt):
+    table = _typed_table(fmt)
+    path = tmp_path / f"typed.{fmt}"
+    (pq.write_table if fmt == "parquet" else orc.write_table)(table, path)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TYPED_CONFIG))
+    out = tmp_path / "out"
+    assert main(["--input", str(path), "--config", str(config), "--output", str(out)]) == 0
+    data = out / "trainingData" / "part-00000-of-00001.tfrecord"
+    with open(data, "rb") as f:
+        decoded = raw_decode(list(file_records(f, str(data)))).to_pydict()
+    expected = _expected(table)
+    assert sorted(decoded) == sorted(expected)
+    for name, values in expected.items():
+        assert decoded[name] == values, name
+    metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert metadata["data"]["trainingData"]["numRecords"] == ROWS
+
+
+# -- a format of one's own ----------------------------------------------------------------------
+
+
+class IntLines(InputFormat):
+    """Text files of one integer per line, starting with '#ints'."""
+
+    name, kind = "intlines", "int-lines"
+
+    def matches(self, head: bytes) -> bool:
+        return head.startswith(b"#ints\n")
+
+    def read_schema(self, f, path, columns=None):
+        return project_schema(pa.schema([("n", pa.int64())]), columns, path)
+
+    def read_split(self, f, split, columns=None, batch_rows=8192):
+        numbers = [int(line) for line in f.read().split()[1:]]
+        batch = pa.RecordBatch.from_pydict({"n": numbers}).select(
+            self.read_schema(f, split.path, columns).names
+        )
+        yield with_source(batch, split.path, 0, "row")
+
+
+def test_a_new_format_takes_one_class(tmp_path, monkeypatch):
+    monkeypatch.setattr(base, "_FORMATS", dict(base._FORMATS))  # registered for this test only
+    register_format(IntLines)
+    (tmp_path / "a.txt").write_bytes(b"#ints\n1\n2\n3\n")
+    assert IntLines().plan_splits(None, "a.txt", 12, 1 << 20) == [Split("a.txt", 0, 12)]
+    with TestPipeline() as p:
+        batches = p | ReadTable([str(tmp_path / "a.txt"), SAMPLE_AVRO], batch_rows=500)
+        counts = batches | beam.Map(lambda b: (len(b.schema), b.num_rows, b.column(0).to_pylist()[:3]))
+        assert_that(
+            counts, equal_to([(1, 3, [1, 2, 3]), (len(_sample_table().schema), 300, [4.0, 3.5, 4.0])])
+        )
