@@ -24,7 +24,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
 from beam_tensorize.io import ReadTable
-from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES
+from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import EXECUTION_MODES, SPLIT_FOLDERS, Tensorize, read_metadata
@@ -74,13 +74,21 @@ class TensorizeOptions(PipelineOptions):
             help="train writes trainingData/, validation validationData/, test testData/.",
         )
         parser.add_argument(
-            "--num_shards", type=int, default=1, help="Number of TFRecord files to write (default 1)."
+            "--output_format",
+            default="tfrecord",
+            choices=tuple(FILE_FORMATS),
+            help="Format of the data files: tfrecord (tf.train.Example records, default) or parquet "
+            "(the same tensors as columns; sparse tensors as <name>/indices and <name>/values).",
+        )
+        parser.add_argument(
+            "--num_shards", type=int, default=1, help="Number of data files to write (default 1)."
         )
         parser.add_argument(
             "--compression",
-            default="none",
-            choices=tuple(COMPRESSIONS),
-            help="Compression of the TFRecord files (gzip gives .tfrecord.gz, zlib .tfrecord.zlib).",
+            default=None,
+            choices=tuple(dict.fromkeys(c for cs in FILE_FORMATS.values() for c in cs)),
+            help="Compression of the data files. TFRecord: none (default), gzip (.tfrecord.gz) or "
+            "zlib (.tfrecord.zlib); Parquet: snappy (default), gzip, zstd or none.",
         )
         parser.add_argument(
             "--save_mode",
@@ -157,6 +165,12 @@ def _resolve(options: TensorizeOptions) -> dict:
         raise ValueError(
             f"--max_bad_records_ratio must be between 0 and 1, got {options.max_bad_records_ratio}"
         )
+    formats_compressions = FILE_FORMATS[options.output_format]
+    if options.compression is not None and options.compression not in formats_compressions:
+        raise ValueError(
+            f"--compression {options.compression} does not apply to --output_format "
+            f"{options.output_format}; use one of {', '.join(formats_compressions)}"
+        )
     if options.batch_rows < 1:
         raise ValueError(f"--batch_rows must be at least 1, got {options.batch_rows}")
     patterns = [SAMPLE_AVRO] if sample else [p.strip() for p in options.input.split(",") if p.strip()]
@@ -203,6 +217,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings:
             execution_mode=options.execution_mode,
             num_shards=options.num_shards,
             compression=options.compression,
+            output_format=options.output_format,
             save_mode=settings["save_mode"],
             max_bad_records_ratio=options.max_bad_records_ratio,
             shared_feature_lists=settings["groups"],

@@ -88,7 +88,12 @@ def test_sample_run_layout(sample_run):
     ]
     assert [t["name"] for t in metadata["labels"]] == ["response"]
     assert metadata["data"] == {
-        "trainingData": {"files": ["part-00000-of-00001.tfrecord"], "numRecords": 300, "badRecords": 0}
+        "trainingData": {
+            "format": "tfrecord",
+            "files": ["part-00000-of-00001.tfrecord"],
+            "numRecords": 300,
+            "badRecords": 0,
+        }
     }
     factors = metadata["features"][3]
     assert factors["parse"] == {

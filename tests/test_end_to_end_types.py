@@ -153,6 +153,7 @@ def test_metadata_and_dead_letters(run):
     out, _, avro = run
     metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
     assert metadata["data"]["trainingData"] == {
+        "format": "tfrecord",
         "files": ["part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"],
         "numRecords": 39,
         "badRecords": 1,

@@ -239,3 +239,106 @@ def test_a_new_format_takes_one_class(tmp_path, monkeypatch):
         assert_that(
             counts, equal_to([(1, 3, [1, 2, 3]), (len(_sample_table().schema), 300, [4.0, 3.5, 4.0])])
         )
+
+
+# -- Parquet output ---------------------------------------------------------------------------
+
+
+def _tfrecord_rows(split_dir: pathlib.Path) -> list[dict]:
+    rows = []
+    for path in sorted(split_dir.rglob("*.tfrecord")):
+        with open(path, "rb") as f:
+            rows += raw_decode(list(file_records(f, str(path)))).to_pylist()
+    return rows
+
+
+def _flat(value) -> list:
+    """A nested list's leaves (a scalar as a list of one), as the TFRecords hold them."""
+    if not isinstance(value, list):
+        return [value]
+    return [leaf for item in value for leaf in _flat(item)]
+
+
+def _as_example_features(row: dict, nested: set[str]) -> dict:
+    """A Parquet row as the Example features of the same tensors (values flat, row lengths of
+    the `nested` list-of-list columns)."""
+    features = {}
+    for name, value in row.items():
+        features[name] = [v.encode() if isinstance(v, str) else v for v in _flat(value)]
+        if name in nested:
+            features[f"{name}/row_lengths_1"] = [len(inner) for inner in value]
+    return features
+
+
+@pytest.mark.parametrize(
+    "config", [SAMPLE_CONFIG, AVRO2TF_CONFIG, "typed"], ids=["sample", "avro2tf", "typed"]
+)
+def test_parquet_output_holds_the_tensors_of_the_tfrecord_output(tmp_path, config):
+    if config == "typed":
+        source = tmp_path / "typed.parquet"
+        pq.write_table(_typed_table("parquet"), source)
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps(TYPED_CONFIG))
+    else:
+        source = SAMPLE_AVRO
+    args = ["--input", str(source), "--config", str(config), "--num_shards", "2"]
+    assert main([*args, "--output", str(tmp_path / "tf")]) == 0
+    assert main([*args, "--output", str(tmp_path / "pq"), "--output_format", "parquet"]) == 0
+    files = sorted(p.name for p in (tmp_path / "pq" / "trainingData").iterdir())
+    assert files == ["part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    table = pq.read_table(tmp_path / "pq" / "trainingData")
+    nested = {
+        f.name for f in table.schema if pa.types.is_list(f.type) and pa.types.is_list(f.type.value_type)
+    }
+    parquet_rows = table.to_pylist()
+    example_rows = _tfrecord_rows(tmp_path / "tf" / "trainingData")
+    assert len(parquet_rows) == len(example_rows) > 0
+    # The same records in the same files and order: compare them pairwise.
+    got = [_as_example_features(row, nested) for row in parquet_rows]
+    for parquet_row, example_row in zip(got, example_rows):
+        example_row = {k: v for k, v in example_row.items() if v is not None}
+        assert parquet_row == example_row
+    metadata = {
+        f: json.loads((tmp_path / f / "metadata" / "tensor_metadata.json").read_text()) for f in ("tf", "pq")
+    }
+    assert metadata["pq"]["data"]["trainingData"]["format"] == "parquet"
+    assert metadata["pq"]["data"]["trainingData"]["files"] == files
+    assert metadata["pq"]["compression"] == "SNAPPY"
+    assert metadata["pq"]["features"] == metadata["tf"]["features"]
+    assert (tmp_path / "pq" / "_SUCCESS").exists()
+
+
+def test_parquet_output_partitions_and_save_modes(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        str(out),
+        "--output_format",
+        "parquet",
+    ]
+    assert main([*args, "--partition_by", "numGenres", "--compression", "zstd"]) == 0
+    folders = sorted(p.name for p in (out / "trainingData").iterdir() if p.is_dir())
+    assert folders == [f"numGenres={n}" for n in range(1, 7)]
+    first = pq.ParquetFile(out / "trainingData" / "numGenres=3" / "part-00000-of-00001.parquet")
+    assert first.metadata.row_group(0).column(0).compression == "ZSTD"
+    assert "numGenres" not in first.schema_arrow.names
+    table = pq.read_table(out / "trainingData")  # pyarrow reads the Hive folders back
+    assert table.num_rows == 300
+    assert sorted(table.column("numGenres").to_pylist()) == sorted(
+        len(r["genreFeatures"]) for r in _sample_table().to_pylist()
+    )
+    capsys.readouterr()
+    assert main([*args, "--partition_by", "numGenres", "--compression", "zlib"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --compression zlib does not apply to --output_format parquet; use one of snappy, none, gzip, zstd"
+    )
+    assert main([*args, "--partition_by", "numGenres", "--save_mode", "append"]) == 0
+    assert sorted(p.name for p in (out / "trainingData" / "numGenres=1").iterdir()) == [
+        "part-00000-of-00001-1.parquet",
+        "part-00000-of-00001.parquet",
+    ]
+    assert pq.read_table(out / "trainingData").num_rows == 600

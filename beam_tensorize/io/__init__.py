@@ -1,5 +1,6 @@
-"""Beam sources and sinks: tables (Avro, Parquet, ORC, TFRecord) in, TFRecord out and in."""
+"""Beam sources and sinks: tables (Avro, Parquet, ORC, TFRecord) in, TFRecord and Parquet out."""
 
+from beam_tensorize.io.parquet import WriteParquet
 from beam_tensorize.io.read_tfrecord import ReadTFRecord, ReadTFRecordOutputs, infer_tfrecord_schema
 from beam_tensorize.io.table import ReadAvro, ReadOrc, ReadParquet, ReadTable
 from beam_tensorize.io.tfrecord import WriteTFRecord
@@ -11,6 +12,7 @@ __all__ = [
     "ReadTFRecord",
     "ReadTFRecordOutputs",
     "ReadTable",
+    "WriteParquet",
     "WriteTFRecord",
     "infer_tfrecord_schema",
 ]

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from beam_tensorize.kernels.example_encoder import encode_examples
 from beam_tensorize.kernels.features import FeatureLayout, layout_for_column, to_feature_columns
+from beam_tensorize.kernels.parquet_output import tensor_columns
 from beam_tensorize.kernels.provenance import describe_row
 
 __all__ = ["SERIALIZED_COLUMN", "EncodedBatch", "encode_with_dead_letters"]
@@ -38,7 +39,8 @@ class EncodedBatch(NamedTuple):
     """What `encode_with_dead_letters` gives.
 
     Attributes:
-        examples: the good rows: a binary column `serialized` (their Examples) and the kept
+        examples: the good rows: a binary column `serialized` (their Examples; for Parquet
+            output, the tensor columns instead) and the kept
             columns, in row order, with the input batch's schema metadata (its source tag).
         dead_letters: one dict `{"source", "reason", "tensors"}` per bad row.
     """
@@ -48,9 +50,14 @@ class EncodedBatch(NamedTuple):
 
 
 def encode_with_dead_letters(
-    batch: pa.RecordBatch, layouts: Sequence[FeatureLayout], keep_columns: Sequence[str] = ()
+    batch: pa.RecordBatch,
+    layouts: Sequence[FeatureLayout],
+    keep_columns: Sequence[str] = (),
+    output_format: str = "tfrecord",
 ) -> EncodedBatch:
-    """Serialize the rows of a tensor batch as `tf.train.Example`s; bad rows become dead letters.
+    """Serialize the rows of a tensor batch as `tf.train.Example`s (or, for Parquet output, as
+    tensor columns: `beam_tensorize.kernels.parquet_output.tensor_columns`); bad rows become
+    dead letters.
 
     Columns without a layout (extra columns kept from the input) are stored by their Arrow
     type (see `layout_for_column`). `keep_columns` are left out of the Examples and passed
@@ -60,6 +67,8 @@ def encode_with_dead_letters(
         batch: one column per tensor (and extra column), as the feature steps produce.
         layouts: how each tensor is stored.
         keep_columns: columns to pass through instead of encoding.
+        output_format: "tfrecord" (a `serialized` column of Examples) or "parquet" (a column
+            per tensor, two per sparse tensor).
 
     Raises:
         KeyError: a column to keep is missing.
@@ -78,16 +87,20 @@ def encode_with_dead_letters(
     known = {layout.name for layout in layouts} | set(keep)
     extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
     encoded = batch.drop_columns(keep) if keep else batch
-    result = to_feature_columns(encoded, tuple(layouts) + tuple(extra))
-    serialized = encode_examples(result.features)
+    every_layout = tuple(layouts) + tuple(extra)
+    result = to_feature_columns(encoded, every_layout)
+    if output_format == "parquet":
+        data = tensor_columns(result.features, every_layout)
+    else:
+        serialized = encode_examples(result.features)
+        data = pa.RecordBatch.from_arrays([serialized], names=[SERIALIZED_COLUMN])
     kept = batch.select(keep)
     if len(result.bad_rows):
         good = np.ones(batch.num_rows, bool)
         good[result.bad_rows] = False
         kept = kept.filter(pa.array(good))
-    fields = [pa.field(SERIALIZED_COLUMN, serialized.type), *kept.schema]
-    schema = pa.schema(fields, metadata=batch.schema.metadata)
-    examples = pa.RecordBatch.from_arrays([serialized, *kept.columns], schema=schema)
+    schema = pa.schema([*data.schema, *kept.schema], metadata=batch.schema.metadata)
+    examples = pa.RecordBatch.from_arrays([*data.columns, *kept.columns], schema=schema)
     dead_letters = []
     if len(result.bad_rows):
         rows = batch.take(pa.array(result.bad_rows)).to_pylist()

@@ -35,16 +35,19 @@ from beam_tensorize.kernels.provenance import order_key
 from beam_tensorize.kernels.sequence_example import encode_sequence_examples
 from beam_tensorize.kernels.tfrecord import compressed_writer, write_tfrecords
 
-__all__ = ["Chunk", "order_chunks", "serialize_records", "shard_chunks", "write_shard"]
+__all__ = ["ROWS", "Chunk", "order_chunks", "serialize_records", "shard_chunks", "write_shard"]
 
-#: A run of records of one batch bound for one file: (the batch's order key, the records).
-Chunk = tuple[str, pa.Array]
+#: A run of records of one batch bound for one file: (the batch's order key, the records, or
+#: the rows themselves for columnar files).
+Chunk = tuple[str, pa.Array | pa.RecordBatch]
+#: `record_type` of columnar sinks (Parquet): the rows stay a record batch.
+ROWS = "Rows"
 
 
 def serialize_records(batch: pa.RecordBatch, record_type: str, record_column: str | None = None) -> pa.Array:
     """The record bytes of each row: a `tf.train.Example` ("Example") or
     `tf.train.SequenceExample` ("SequenceExample") of the columns, or the bytes of one binary
-    column as they are ("ByteArray").
+    column as they are ("ByteArray"); for `ROWS` the batch itself.
 
     Args:
         batch: the rows (partition columns already removed).
@@ -63,6 +66,8 @@ def serialize_records(batch: pa.RecordBatch, record_type: str, record_column: st
         return encode_examples(batch)
     if record_type == "SequenceExample":
         return encode_sequence_examples(batch)
+    if record_type == ROWS:
+        return batch
     names = batch.schema.names
     if record_column is None:
         if len(names) != 1:
@@ -98,11 +103,18 @@ def shard_chunks(
         return
     for path, part in split_by_partition(batch, partition_by):
         records = serialize_records(part, record_type, record_column)
-        key = order_key(batch, fallback=bytes(records[0].as_py()) + str(len(records)).encode())
+        key = order_key(batch, fallback=_content_key(records[:1]) + str(len(records)).encode())
         start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little") % num_shards
         shard_of_row = (start + np.arange(len(records))) % num_shards
         for shard in np.unique(shard_of_row):
             yield (path, int(shard)), (key, records.filter(pa.array(shard_of_row == shard)))
+
+
+def _content_key(records: pa.Array | pa.RecordBatch) -> bytes:
+    """Bytes standing for the content of a few records (to order chunks of equal keys)."""
+    if isinstance(records, pa.RecordBatch):
+        return repr(records.to_pylist()).encode()
+    return b"\0".join(bytes(r) for r in records.to_pylist())
 
 
 def order_chunks(chunks: Iterable[Chunk | None]) -> list[Chunk]:
@@ -118,7 +130,7 @@ def order_chunks(chunks: Iterable[Chunk | None]) -> list[Chunk]:
     present = [c for c in chunks if c is not None]
     repeated = {key for key, n in collections.Counter(c[0] for c in present).items() if n > 1}
     # Records become Python objects only to break ties between equal keys (rare).
-    return sorted(present, key=lambda c: (c[0], c[1].to_pylist() if c[0] in repeated else []))
+    return sorted(present, key=lambda c: (c[0], _content_key(c[1]) if c[0] in repeated else b""))
 
 
 def write_shard(raw: BinaryIO, chunks: Iterable[Chunk], compression: str) -> int:

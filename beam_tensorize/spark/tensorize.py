@@ -39,17 +39,25 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from beam_tensorize.config import load_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.io import ReadTable, WriteTFRecord
+from beam_tensorize.io import ReadTable
 from beam_tensorize.io.files import create_file
 
 # The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
-from beam_tensorize.io.tfrecord import TEMP_FOLDER, CommitPlan, check_target, commit_files, delete_temporary
+from beam_tensorize.io.sharded import write_file
+from beam_tensorize.job.commit import (
+    FILE_FORMATS,
+    TEMP_FOLDER,
+    CommitPlan,
+    check_target,
+    commit_files,
+    delete_temporary,
+)
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.extract import extract_tensors, input_columns
 from beam_tensorize.kernels.features import layout_of
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
 from beam_tensorize.kernels.hashing import hash_tensors
-from beam_tensorize.kernels.shards import shard_chunks, write_shard
+from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_shard
 from beam_tensorize.kernels.vocab import (
     FeatureList,
     FeatureListLookup,
@@ -123,7 +131,7 @@ def tensorize_spark(
     output: str,
     mode: str = "train",
     num_shards: int = 1,
-    compression: str = "none",
+    compression: str | None = None,
     save_mode: str = "error",
     max_bad_records_ratio: float = 0.0,
     shared_feature_lists: Sequence[Sequence[str]] = (),
@@ -132,6 +140,7 @@ def tensorize_spark(
     extra_columns: Sequence[str] = (),
     partition_by: Sequence[str] = (),
     *,
+    output_format: str = "tfrecord",
     input_format: str = AUTO,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
@@ -140,8 +149,8 @@ def tensorize_spark(
     `Tensorize` job.
 
     The arguments are those of `beam_tensorize.transforms.Tensorize` (`mode` is its
-    `execution_mode`), plus the reader's `input_format`, `batch_rows` and `split_bytes` of
-    `ReadTable`, and are
+    `execution_mode`; `output_format` too), plus the reader's `input_format`, `batch_rows` and
+    `split_bytes` of `ReadTable`, and are
     checked by the same code. For the same input and arguments the output is the Beam job's,
     byte for byte: TFRecord files (each record in the same file, in the same order),
     `metadata/tensor_metadata.json`, `featureList/<tensor>`, `metadata/featureListCounts/`,
@@ -156,7 +165,8 @@ def tensorize_spark(
         output: the output folder.
         mode: "train", "validation" or "test" (selects the split folder).
         num_shards: TFRecord files to write (per partition folder when partitioned).
-        compression: "none", "gzip" or "zlib".
+        compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy" (default),
+            "gzip", "zstd" or "none".
         save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore" (see
             `Tensorize`; with "ignore" and data in the split folder nothing runs or is written).
         max_bad_records_ratio: fail, committing nothing, when more than this share of the
@@ -166,6 +176,7 @@ def tensorize_spark(
         filter_zeros: drop zero values from name-term-value sparse vectors.
         extra_columns: input columns written as they are beside the tensors.
         partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
+        output_format: "tfrecord" or "parquet" (the tensors as columns).
         input_format: "auto" (told from each file's first bytes), "avro", "parquet", "orc" or
             "tfrecord".
         batch_rows: rows per Arrow batch read from the input.
@@ -201,11 +212,11 @@ def tensorize_spark(
     # The Beam job's constructors check these arguments without I/O: building them here makes
     # both jobs accept exactly the same arguments, with the same messages.
     Tensorize(config, out, mode, num_shards, compression, save_mode, max_bad_records_ratio, shared,
-              external_feature_lists, filter_zeros, extra, partition_by)  # fmt: skip
+              external_feature_lists, filter_zeros, extra, partition_by, output_format)  # fmt: skip
     ExtractFeatures(config, extra_columns=extra)
     split = SPLIT_FOLDERS[mode]
     split_dir = posixpath.join(out, split)
-    WriteTFRecord(split_dir, num_shards=num_shards, compression=compression, save_mode=save_mode)
+    compression = compression or FILE_FORMATS[output_format][0]
     ReadTable(patterns, input_format, columns=columns, batch_rows=batch_rows, split_bytes=split_bytes)
     if ignoring_existing(split_dir, save_mode):
         _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
@@ -226,11 +237,11 @@ def tensorize_spark(
     lists_broadcast = spark.sparkContext.broadcast(lists)
     plan = CommitPlan(
         split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), save_mode, False, compression,
-        num_shards,
+        num_shards, output_format,
     )  # fmt: skip
     try:
         encode = _EncodeBatches(
-            config.tensors, extra, partition_by, lists_broadcast, filter_zeros, num_shards
+            config.tensors, extra, partition_by, lists_broadcast, filter_zeros, num_shards, output_format
         )
         written = (
             rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
@@ -310,26 +321,20 @@ def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, 
     grouped = (0, [(GOOD, good), *((BAD, line) for line in bad_lines)])
     counts = check_bad_records(grouped, posixpath.join(out, DEAD_LETTER_FOLDER, split), max_ratio)
     remove_success_marker(counts, out)
-    if not partition_by and not checked["skip"]:
-        for shard in range(plan.num_shards):  # unpartitioned, every shard file exists
+    if not partition_by and not checked["skip"] and plan.file_format == "tfrecord":
+        for shard in range(plan.num_shards):  # unpartitioned, every TFRecord shard file exists
             if ("", shard) not in files:
-                path = _temp_path(plan, "", shard)
+                path = plan.temp_path("", shard)
                 with create_file(path) as raw:
                     write_shard(raw, [], plan.compression)
                 files["", shard] = ("", shard, path, 0)
     committed = commit_files(list(files.values()), plan, checked)
     if committed["skipped"]:
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
-    splits = describe_split(committed, split, counts, partition_by)
+    splits = describe_split(committed, split, counts, partition_by, plan.file_format)
     extra_layouts = first_layouts(layouts) if extra else ()
     metadata = write_metadata(splits, config, out, plan.compression, mode == "train", lists, extra_layouts)
     return write_success(metadata, out, split, splits)
-
-
-def _temp_path(plan: CommitPlan, path: str, shard: int) -> str:
-    """Where the Beam sink writes this file before the commit."""
-    name = plan.final_names([("", shard)], "")[0]
-    return posixpath.join(plan.temp_dir, path, name) if path else posixpath.join(plan.temp_dir, name)
 
 
 def _tensor_batches(batches: Iterator[pa.RecordBatch], tensors, extra=()) -> Iterator[pa.RecordBatch]:
@@ -363,13 +368,23 @@ class _EncodeBatches:
     """mapInArrow function: every record with its file and place in it, the dead letters, and
     the extra columns' layouts of each batch."""
 
-    def __init__(self, tensors, extra, partition_by, lists_broadcast, filter_zeros: bool, num_shards: int):
+    def __init__(
+        self,
+        tensors,
+        extra,
+        partition_by,
+        lists_broadcast,
+        filter_zeros: bool,
+        num_shards: int,
+        output_format: str,
+    ):
         self._tensors = tensors
         self._extra = extra
         self._partition_by = partition_by
         self._lists = lists_broadcast
         self._filter_zeros = filter_zeros
         self._num_shards = num_shards
+        self._output_format = output_format
         self._layouts = tuple(layout_of(t) for t in tensors if t.name not in partition_by)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -380,15 +395,35 @@ class _EncodeBatches:
                 layouts = pa.array([pickle.dumps(extra_layouts(batch, self._extra))], pa.binary())
                 yield _rows(_LAYOUTS, "", -1, "", 0, layouts)
             indexed = lookup.apply(batch, self._tensors, self._filter_zeros)
-            examples, dead_letters = encode_with_dead_letters(indexed, self._layouts, self._partition_by)
+            examples, dead_letters = encode_with_dead_letters(
+                indexed, self._layouts, self._partition_by, self._output_format
+            )
+            columnar = self._output_format == "parquet"
             chunks = shard_chunks(
-                examples, self._num_shards, self._partition_by, "ByteArray", SERIALIZED_COLUMN
+                examples,
+                self._num_shards,
+                self._partition_by,
+                ROWS if columnar else "ByteArray",
+                None if columnar else SERIALIZED_COLUMN,
             )
             for (path, shard), (key, records) in chunks:
-                yield _rows(_RECORD, path, shard, key, (partition << 32) + index, records.cast(pa.binary()))
+                # Columnar files: one row per chunk, the chunk's rows as an Arrow IPC stream.
+                payload = pa.array([_ipc(records)], pa.binary()) if columnar else records.cast(pa.binary())
+                yield _rows(_RECORD, path, shard, key, (partition << 32) + index, payload)
             if dead_letters:
                 lines = pa.array([dead_letter_json(d).encode() for d in dead_letters], pa.binary())
                 yield _rows(_DEAD_LETTER, "", -1, "", 0, lines)
+
+
+def _ipc(batch: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(data: bytes) -> pa.RecordBatch:
+    return pa.ipc.open_stream(data).read_next_batch()
 
 
 def _rows(kind: int, path: str, shard: int, key: str, batch: int, payload: pa.Array) -> pa.RecordBatch:
@@ -433,9 +468,13 @@ class _WriteFiles:
                     yield places[start], batch.column("payload").slice(start, stop - start)
 
         for (path, shard), group in itertools.groupby(runs(), key=lambda run: run[0]):
-            temp_path = _temp_path(self._plan, path, shard)
+            temp_path = self._plan.temp_path(path, shard)
+            if self._plan.file_format == "parquet":
+                chunks = [("", _from_ipc(payload)) for _, records in group for payload in records.to_pylist()]
+            else:
+                chunks = [("", records) for _, records in group]
             with create_file(temp_path) as raw:
-                count = write_shard(raw, (("", records) for _, records in group), self._plan.compression)
+                count = write_file(raw, chunks, self._plan)
             yield pa.RecordBatch.from_arrays(
                 [pa.array([_RECORD], pa.int32()), pa.array([path]), pa.array([shard], pa.int32()),
                  pa.array([temp_path.encode()], pa.binary()), pa.array([count], pa.int64())],

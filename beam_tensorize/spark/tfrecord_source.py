@@ -33,8 +33,8 @@ from pyspark.sql.types import StructType
 from beam_tensorize.io.files import create_file
 from beam_tensorize.io.read_tfrecord import ReadTFRecord
 
-# The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
-from beam_tensorize.io.tfrecord import (
+# The commit protocol of the Beam sinks (temporary folder, save modes, moves), used as it is.
+from beam_tensorize.job.commit import (
     SAVE_MODES,
     TEMP_FOLDER,
     CommitPlan,

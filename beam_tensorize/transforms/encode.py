@@ -1,4 +1,5 @@
-"""`EncodeExamples`: tensor columns -> serialized tf.train.Example, bad rows to a dead letter."""
+"""`EncodeExamples`: tensor columns -> serialized tf.train.Example (or Parquet tensor columns),
+bad rows to a dead letter."""
 
 from __future__ import annotations
 
@@ -38,11 +39,13 @@ class EncodeExamples(beam.PTransform):
         tensors: optional subset of `config.tensors` (must match the input columns).
         keep_columns: columns passed through as they are beside `serialized` and left out of
             the Examples (e.g. the partition columns of `WriteTFRecord(partition_by=...)`).
+        output_format: "tfrecord" (Examples) or "parquet" (the same tensors as columns, see
+            `beam_tensorize.kernels.parquet_output`; bad rows are the same).
 
     Returns (from `expand`):
-        A `DoOutputsTuple`: `.examples` — batches with a binary column `serialized` (plus the
-        kept columns), keeping the source tags; `.dead_letters` — dicts `{"source", "reason",
-        "tensors"}`.
+        A `DoOutputsTuple`: `.examples` — batches with a binary column `serialized` (for
+        Parquet, the tensor columns) plus the kept columns, keeping the source tags;
+        `.dead_letters` — dicts `{"source", "reason", "tensors"}`.
 
     Example:
         >>> import apache_beam as beam
@@ -65,8 +68,14 @@ class EncodeExamples(beam.PTransform):
         config: TensorizeConfig,
         tensors: Sequence[TensorConfig] | None = None,
         keep_columns: Sequence[str] = (),
+        output_format: str = "tfrecord",
     ):
         super().__init__()
+        if output_format not in ("tfrecord", "parquet"):
+            raise ValueError(
+                f"EncodeExamples: output_format {output_format!r} is not one of tfrecord, parquet"
+            )
+        self._output_format = output_format
         keep = tuple(keep_columns)
         tensors = config.tensors if tensors is None else tensors
         self._layouts = tuple(layout_of(t) for t in tensors if t.name not in keep)
@@ -74,18 +83,21 @@ class EncodeExamples(beam.PTransform):
 
     def expand(self, tensor_batches):
         return tensor_batches | "EncodeExamples" >> beam.ParDo(
-            _EncodeExamplesFn(self._layouts, self._keep)
+            _EncodeExamplesFn(self._layouts, self._keep, self._output_format)
         ).with_outputs(DEAD_LETTERS, main=EXAMPLES)
 
 
 class _EncodeExamplesFn(beam.DoFn):
-    def __init__(self, layouts: tuple[FeatureLayout, ...], keep: tuple[str, ...]):
+    def __init__(self, layouts: tuple[FeatureLayout, ...], keep: tuple[str, ...], output_format: str):
         self._layouts = layouts
         self._keep = keep
+        self._output_format = output_format
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, batch: pa.RecordBatch):
-        examples, dead_letters = encode_with_dead_letters(batch, self._layouts, self._keep)
+        examples, dead_letters = encode_with_dead_letters(
+            batch, self._layouts, self._keep, self._output_format
+        )
         yield examples
         if dead_letters:
             self._bad.inc(len(dead_letters))

@@ -1,4 +1,4 @@
-"""`Tensorize`: the whole job — record batches in, TFRecords + metadata out."""
+"""`Tensorize`: the whole job — record batches in, TFRecords (or Parquet) + metadata out."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.files import create_file, list_files, write_text_atomically
-from beam_tensorize.io.tfrecord import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, WriteTFRecord
+from beam_tensorize.io.parquet import WriteParquet
+from beam_tensorize.io.tfrecord import WriteTFRecord
+from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, SUCCESS_FILE, check_file_format
 from beam_tensorize.kernels.extract import input_columns
 from beam_tensorize.kernels.features import layout_for_column, layout_of
 from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples, dead_letter_json
@@ -53,7 +55,8 @@ class TensorizeOutputs(NamedTuple):
 class Tensorize(beam.PTransform):
     """Turn input record batches into the output layout of DESIGN §4.
 
-    `<output_dir>/trainingData|validationData|testData/part-*-of-*.tfrecord[.gz]`,
+    `<output_dir>/trainingData|validationData|testData/part-*-of-*.tfrecord[.gz]` (or
+    `part-*-of-*.parquet` with `output_format="parquet"`),
     `<output_dir>/metadata/tensor_metadata.json`, bad records as JSON lines in
     `<output_dir>/deadLetters/<split>/`, feature lists in `<output_dir>/featureList/` (train
     mode), and `<output_dir>/_SUCCESS` written last. Nothing is moved into place if more than
@@ -67,8 +70,9 @@ class Tensorize(beam.PTransform):
         config: the parsed config.
         output_dir: output folder (local, gs://, s3://, ...).
         execution_mode: "train", "validation" or "test" (selects the split folder).
-        num_shards: TFRecord files to write (per partition when partitioned).
-        compression: "none", "gzip" or "zlib".
+        num_shards: data files to write (per partition when partitioned).
+        compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy"
+            (default), "gzip", "zstd" or "none".
         save_mode: what to do when the split folder already holds files (see `WriteTFRecord`):
             "error", "overwrite", "overwrite_partitions", "append" or "ignore" (then the job
             writes nothing at all: no records, dead letters, metadata or feature lists).
@@ -86,6 +90,8 @@ class Tensorize(beam.PTransform):
         filter_zeros: drop zero values from NTV sparse vectors.
         extra_columns: input columns written as they are beside the tensors (stored by their
             Arrow type, see `beam_tensorize.kernels.features.layout_for_column`).
+        output_format: "tfrecord" (`tf.train.Example`s) or "parquet" (the same tensors as
+            columns, see `beam_tensorize.kernels.parquet_output`); the metadata records it.
 
     Example:
         >>> import apache_beam as beam
@@ -104,7 +110,7 @@ class Tensorize(beam.PTransform):
         output_dir: str,
         execution_mode: str = "train",
         num_shards: int = 1,
-        compression: str = "none",
+        compression: str | None = None,
         save_mode: str = "error",
         max_bad_records_ratio: float = 0.0,
         shared_feature_lists: Sequence[Sequence[str]] = (),
@@ -112,12 +118,18 @@ class Tensorize(beam.PTransform):
         filter_zeros: bool = False,
         extra_columns: Sequence[str] = (),
         partition_by: Sequence[str] = (),
+        output_format: str = "tfrecord",
     ):
         super().__init__()
         if execution_mode not in SPLIT_FOLDERS:
             raise ValueError(f"execution_mode {execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}")
-        if compression not in COMPRESSIONS:
-            raise ValueError(f"compression {compression!r} is not one of {', '.join(COMPRESSIONS)}")
+        if not isinstance(num_shards, int) or isinstance(num_shards, bool) or num_shards < 1:
+            raise ValueError(f"Tensorize: num_shards must be a positive integer, got {num_shards!r}")
+        if output_format not in FILE_FORMATS:
+            raise ValueError(f"output_format {output_format!r} is not one of {', '.join(FILE_FORMATS)}")
+        if compression is None:
+            compression = FILE_FORMATS[output_format][0]
+        check_file_format(output_format, compression, "Tensorize")
         if save_mode not in SAVE_MODES:
             raise ValueError(f"save_mode {save_mode!r} is not one of {', '.join(SAVE_MODES)}")
         if not 0.0 <= max_bad_records_ratio <= 1.0:
@@ -133,6 +145,7 @@ class Tensorize(beam.PTransform):
         self._split = SPLIT_FOLDERS[execution_mode]
         self._num_shards = num_shards
         self._compression = compression
+        self._output_format = output_format
         self._save_mode = save_mode
         self._max_bad_ratio = max_bad_records_ratio
         self._partition_by = tuple(partition_by)
@@ -177,7 +190,8 @@ class Tensorize(beam.PTransform):
         encoded = (
             hashed
             | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, self._filter_zeros)
-            | "EncodeExamples" >> EncodeExamples(config, keep_columns=self._partition_by)
+            | "EncodeExamples"
+            >> EncodeExamples(config, keep_columns=self._partition_by, output_format=self._output_format)
         )
         split_dir = posixpath.join(out, split)
         ignoring = (
@@ -208,21 +222,33 @@ class Tensorize(beam.PTransform):
         gate = counts | "MarkIncomplete" >> beam.Map(
             remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
         )
-        written = encoded.examples | "WriteTFRecord" >> WriteTFRecord(
-            split_dir,
-            num_shards=self._num_shards,
-            compression=self._compression,
-            save_mode=self._save_mode,
-            record_type="ByteArray",
-            record_column=SERIALIZED_COLUMN,
-            partition_by=self._partition_by,
-            write_success_file=False,
-            commit_gate=gate,
-        )
+        if self._output_format == "parquet":
+            writer = "WriteParquet" >> WriteParquet(
+                split_dir,
+                num_shards=self._num_shards,
+                compression=self._compression,
+                save_mode=self._save_mode,
+                partition_by=self._partition_by,
+                write_success_file=False,
+                commit_gate=gate,
+            )
+        else:
+            writer = "WriteTFRecord" >> WriteTFRecord(
+                split_dir,
+                num_shards=self._num_shards,
+                compression=self._compression,
+                save_mode=self._save_mode,
+                record_type="ByteArray",
+                record_column=SERIALIZED_COLUMN,
+                partition_by=self._partition_by,
+                write_success_file=False,
+                commit_gate=gate,
+            )
+        written = encoded.examples | writer
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
-            describe_split, split, beam.pvalue.AsSingleton(counts), self._partition_by
+            describe_split, split, beam.pvalue.AsSingleton(counts), self._partition_by, self._output_format
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
@@ -311,9 +337,16 @@ def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dic
     return counts
 
 
-def describe_split(written: dict, split: str, counts: dict, partition_by: tuple[str, ...] = ()) -> dict:
+def describe_split(
+    written: dict,
+    split: str,
+    counts: dict,
+    partition_by: tuple[str, ...] = (),
+    output_format: str = "tfrecord",
+) -> dict:
     """The metadata's `data` entry of the committed split."""
     info = {
+        "format": output_format,
         "files": written["files"],
         "numRecords": written["numRecords"],
         "badRecords": counts["badRecords"],

@@ -1,0 +1,203 @@
+"""The commit protocol of a sharded output folder, shared by the Beam sinks and the Spark path.
+
+Files are first written under `<directory>/_temporary/<id>/` (`CommitPlan.temp_dir`); when
+every file of the job is there, `commit_files` moves them into place as the save mode says
+and writes `_SUCCESS` last. A failed job leaves the earlier contents of the folder untouched.
+
+Example:
+    >>> shard_file_name(0, 4, "gzip")
+    'part-00000-of-00004.tfrecord.gz'
+    >>> shard_file_name(1, 2, "snappy", file_format="parquet")
+    'part-00001-of-00002.parquet'
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from typing import NamedTuple
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tensorize.io.files import create_file, list_files
+from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
+from beam_tensorize.kernels.tfrecord_files import relative_path
+
+__all__ = [
+    "COMPRESSIONS",
+    "FILE_FORMATS",
+    "SAVE_MODES",
+    "SUCCESS_FILE",
+    "TEMP_FOLDER",
+    "CommitPlan",
+    "check_file_format",
+    "check_target",
+    "commit_files",
+    "delete_temporary",
+    "existing_files",
+    "shard_file_name",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Accepted TFRecord `compression` values and the file suffix each gives.
+COMPRESSIONS = {"none": ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zlib"}
+#: Output file formats -> their compressions (the first is the default).
+FILE_FORMATS = {
+    "tfrecord": tuple(COMPRESSIONS),
+    "parquet": ("snappy", *[c for c in PARQUET_COMPRESSIONS if c != "snappy"]),
+}
+#: What to do when the target folder (or, for `overwrite_partitions`, a partition) holds data.
+SAVE_MODES = ("error", "overwrite", "overwrite_partitions", "append", "ignore")
+#: Marker written last into a committed folder.
+SUCCESS_FILE = "_SUCCESS"
+TEMP_FOLDER = "_temporary"
+
+
+def shard_file_name(
+    shard: int, num_shards: int, compression: str = "none", suffix: str = "", file_format: str = "tfrecord"
+) -> str:
+    """`part-00000-of-00004[suffix].tfrecord[.gz|.zlib]`, or `...[suffix].parquet` (Parquet
+    compresses inside the file)."""
+    extension = ".parquet" if file_format == "parquet" else COMPRESSIONS[compression]
+    return f"part-{shard:05d}-of-{num_shards:05d}{suffix}{extension}"
+
+
+def check_file_format(file_format: str, compression: str, where: str) -> None:
+    """Raise ValueError, naming `where`, for an unknown format or a compression it lacks."""
+    if file_format not in FILE_FORMATS:
+        raise ValueError(f"{where}: output format {file_format!r} is not one of {', '.join(FILE_FORMATS)}")
+    if compression not in FILE_FORMATS[file_format]:
+        raise ValueError(
+            f"{where}: compression {compression!r} is not one of {', '.join(FILE_FORMATS[file_format])} "
+            f"(for {file_format} output)"
+        )
+
+
+def _files_under(folder: str) -> list[str]:
+    """Files under `folder`, recursively (none if it does not exist)."""
+    return list_files(posixpath.join(folder, "**"))
+
+
+def existing_files(directory: str) -> list[str]:
+    """Files under `directory` (recursively), ignoring the temporary area."""
+    prefix = posixpath.join(directory, TEMP_FOLDER) + "/"
+    return [p for p in _files_under(directory) if not p.replace("\\", "/").startswith(prefix)]
+
+
+def check_target(directory: str, save_mode: str) -> dict:
+    """Before writing: fail (`error`) or skip the write (`ignore`) if the target holds files."""
+    existing = existing_files(directory)
+    if existing and save_mode == "error":
+        raise FileExistsError(
+            f"{directory} already holds {len(existing)} file(s) (e.g. {existing[0]}); choose another "
+            "output folder or another save mode (overwrite, overwrite_partitions, append, ignore)"
+        )
+    if existing and save_mode == "ignore":
+        _LOGGER.info("%s already holds data; save mode 'ignore' writes nothing", directory)
+    return {"skip": bool(existing) and save_mode == "ignore"}
+
+
+class CommitPlan(NamedTuple):
+    """Where and how the commit moves the written files (used by the Beam sinks and Spark)."""
+
+    directory: str
+    temp_dir: str
+    save_mode: str
+    write_success: bool
+    compression: str
+    num_shards: int
+    file_format: str = "tfrecord"
+
+    def final_names(self, shards: list[tuple[str, int]], suffix: str) -> list[str]:
+        return [
+            posixpath.join(
+                path, shard_file_name(shard, self.num_shards, self.compression, suffix, self.file_format)
+            )
+            for path, shard in shards
+        ]
+
+    def temp_path(self, path: str, shard: int) -> str:
+        """Where a shard file is written before the commit."""
+        name = self.final_names([("", shard)], "")[0]
+        return posixpath.join(self.temp_dir, path, name) if path else posixpath.join(self.temp_dir, name)
+
+
+def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
+    """Moves the written files into place as the save mode says, then writes `_SUCCESS`.
+
+    Args:
+        written: `(partition path, shard, temporary path, records)` of every file written.
+        plan: where and how.
+        checked: what `check_target` said before the job wrote anything.
+        gate: ignored (side inputs the commit waits for).
+    """
+    directory = plan.directory
+    written = sorted(written)
+    existing = existing_files(directory)
+    skipped = checked["skip"] or (bool(existing) and plan.save_mode == "ignore")
+    if skipped:
+        delete_temporary(plan)
+        return {"directory": directory, "files": [], "numRecords": 0, "partitions": [], "skipped": True}
+    if existing and plan.save_mode == "error":
+        raise FileExistsError(f"{directory} received files while this job ran (e.g. {existing[0]})")
+    partitions = sorted({path for path, _, _, _ in written if path})
+    success = [p for p in existing if posixpath.basename(p) == SUCCESS_FILE]
+    FileSystems.delete(success)  # readers see the folder as incomplete from here on
+    existing = [p for p in existing if p not in success]
+    if plan.save_mode == "overwrite" or (plan.save_mode == "overwrite_partitions" and not partitions):
+        FileSystems.delete(existing)
+        existing = []
+    elif plan.save_mode == "overwrite_partitions":
+        replaced = [
+            p for p in existing if any(relative_path(directory, p).startswith(f"{q}/") for q in partitions)
+        ]
+        FileSystems.delete(replaced)
+        existing = [p for p in existing if p not in replaced]
+    shards = [(path, shard) for path, shard, _, _ in written]
+    taken = {relative_path(directory, p) for p in existing}
+    suffix, attempt = "", 0
+    while taken.intersection(plan.final_names(shards, suffix)):  # append: pick free names
+        attempt += 1
+        suffix = f"-{attempt}"
+    names = plan.final_names(shards, suffix)
+    for folder in sorted({posixpath.dirname(posixpath.join(directory, n)) for n in names}):
+        _make_folder(folder)
+    FileSystems.rename([t for _, _, t, _ in written], [posixpath.join(directory, n) for n in names])
+    delete_temporary(plan)
+    if plan.write_success:
+        with create_file(posixpath.join(directory, SUCCESS_FILE)):
+            pass
+    total = sum(count for _, _, _, count in written)
+    _LOGGER.info("Committed %d records in %d files to %s", total, len(written), directory)
+    return {
+        "directory": directory,
+        "files": names,
+        "numRecords": total,
+        "partitions": partitions,
+        "skipped": False,
+    }
+
+
+def _make_folder(folder: str) -> None:
+    """Creates a destination folder where the file system has folders (local, HDFS)."""
+    if not FileSystems.exists(folder):
+        try:
+            FileSystems.mkdirs(folder)
+        except OSError:  # created meanwhile
+            pass
+
+
+def delete_temporary(plan: CommitPlan) -> None:
+    """Remove this job's temporary folder (and `_temporary/` once empty)."""
+    _delete_quietly(plan.temp_dir)
+    temp_root = posixpath.join(plan.directory, TEMP_FOLDER)
+    if not _files_under(temp_root):
+        _delete_quietly(temp_root)
+
+
+def _delete_quietly(path: str) -> None:
+    try:
+        FileSystems.delete([path])
+    except Exception:
+        _LOGGER.debug("Could not delete %s", path, exc_info=True)
