@@ -1,4 +1,4 @@
-"""beam_tensorize: Avro (and other data-lake formats) -> tf.train.Example TFRecords + metadata.
+"""beam_tensorize: Avro, Parquet, ORC or TFRecord -> tf.train.Example TFRecords (or Parquet) + metadata.
 
 Composable Apache Beam transforms over Arrow record batches, driven by one
 Avro2TF-compatible config:
@@ -26,8 +26,13 @@ _LAZY = {
     "parse_config": "beam_tensorize.config",
     "sample": "beam_tensorize.sample",
     "ReadAvro": "beam_tensorize.io",
+    "ReadOrc": "beam_tensorize.io",
+    "ReadParquet": "beam_tensorize.io",
+    "ReadTable": "beam_tensorize.io",
+    "WriteParquet": "beam_tensorize.io",
     "WriteTFRecord": "beam_tensorize.io",
     "ReadTFRecord": "beam_tensorize.io",
+    "TensorizeSpec": "beam_tensorize.job.spec",
     "ApplyFeatureLists": "beam_tensorize.transforms",
     "BuildFeatureLists": "beam_tensorize.transforms",
     "BuildVocab": "beam_tensorize.transforms",

@@ -25,10 +25,12 @@ from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
 from beam_tensorize.io import ReadTable
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
+from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
+from beam_tensorize.job.metadata import read_metadata
+from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
-from beam_tensorize.transforms import EXECUTION_MODES, SPLIT_FOLDERS, Tensorize, read_metadata
-from beam_tensorize.transforms.tensorize import ignoring_existing
+from beam_tensorize.transforms import Tensorize
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
@@ -154,11 +156,13 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _resolve(options: TensorizeOptions) -> dict:
-    """Turn options into Tensorize arguments; raise ValueError on bad combinations."""
+def _resolve(options: TensorizeOptions) -> TensorizeSpec:
+    """Turn options into the job's settings; raise ValueError on bad flags or combinations."""
     if (options.input is None) != (options.config is None):
         raise ValueError("--input and --config go together: give both, or neither for the bundled sample")
     sample = options.input is None
+    if not sample and not (options.output or "").strip():
+        raise ValueError("--output is required with --input and --config: give the folder to write to")
     if options.num_shards < 1:
         raise ValueError(f"--num_shards must be at least 1, got {options.num_shards}")
     if not 0.0 <= options.max_bad_records_ratio <= 1.0:
@@ -187,45 +191,39 @@ def _resolve(options: TensorizeOptions) -> dict:
             groups.append(names)
     extra = [c.strip() for c in (options.extra_columns_to_keep or "").split(",") if c.strip()]
     partition_by = [c.strip() for c in (options.partition_by or "").split(",") if c.strip()]
-    return {
-        "extra": extra,
-        "partition_by": partition_by,
-        "groups": groups,
-        "patterns": patterns,
-        "config": SAMPLE_CONFIG if sample else options.config,
-        "output": (options.output or DEFAULT_OUTPUT) if sample else options.output,
-        "save_mode": options.save_mode or ("overwrite" if sample else "error"),
-    }
+    return TensorizeSpec(
+        load_config(SAMPLE_CONFIG if sample else options.config),
+        (options.output or DEFAULT_OUTPUT) if sample else options.output,
+        inputs=tuple(patterns),
+        input_format=options.input_format,
+        execution_mode=options.execution_mode,
+        output_format=options.output_format,
+        num_shards=options.num_shards,
+        compression=options.compression,
+        save_mode=options.save_mode or ("overwrite" if sample else "error"),
+        max_bad_records_ratio=options.max_bad_records_ratio,
+        shared_feature_lists=tuple(tuple(g) for g in groups),
+        external_feature_lists=options.external_feature_lists,
+        filter_zeros=options.filter_zeros,
+        extra_columns=tuple(extra),
+        partition_by=tuple(partition_by),
+        batch_rows=options.batch_rows,
+    )
 
 
-def build_pipeline(pipeline: beam.Pipeline, options: TensorizeOptions, settings: dict):
-    """Add the read + tensorize steps to `pipeline`; returns `TensorizeOutputs`."""
-    config = load_config(settings["config"])
+def build_pipeline(pipeline: beam.Pipeline, spec: TensorizeSpec):
+    """Add the read + tensorize steps of `spec` to `pipeline`; returns `TensorizeOutputs`."""
     return (
         pipeline
         | "ReadInput"
         >> ReadTable(
-            settings["patterns"],
-            format=options.input_format,
-            columns=Tensorize.input_columns(config, settings["extra"]),
-            batch_rows=options.batch_rows,
+            list(spec.inputs),
+            format=spec.input_format,
+            columns=spec.input_columns,
+            batch_rows=spec.batch_rows,
+            split_bytes=spec.split_bytes,
         )
-        | "Tensorize"
-        >> Tensorize(
-            config,
-            settings["output"],
-            execution_mode=options.execution_mode,
-            num_shards=options.num_shards,
-            compression=options.compression,
-            output_format=options.output_format,
-            save_mode=settings["save_mode"],
-            max_bad_records_ratio=options.max_bad_records_ratio,
-            shared_feature_lists=settings["groups"],
-            external_feature_lists=options.external_feature_lists,
-            filter_zeros=options.filter_zeros,
-            extra_columns=settings["extra"],
-            partition_by=settings["partition_by"],
-        )
+        | "Tensorize" >> Tensorize(spec)
     )
 
 
@@ -243,8 +241,8 @@ def _print_help() -> None:
     parser.print_help()
 
 
-def _summary(settings: dict, options: TensorizeOptions, result) -> str:
-    output = settings["output"]
+def _summary(spec: TensorizeSpec, result) -> str:
+    output = spec.output
     metadata = read_metadata(output) or {}
     entries = metadata.get("features", []) + metadata.get("labels", [])
     tensors = [t["name"] for t in entries]
@@ -253,7 +251,7 @@ def _summary(settings: dict, options: TensorizeOptions, result) -> str:
         for t in entries
         if "featureList" in t
     ]
-    split = SPLIT_FOLDERS[options.execution_mode]
+    split = spec.split
     data = metadata.get("data", {}).get(split, {})
     rows_read = None
     try:
@@ -283,14 +281,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
-        settings = _resolve(options)
+        spec = _resolve(options)
         pipeline = beam.Pipeline(options=pipeline_options)
-        build_pipeline(pipeline, options, settings)
-    except (ConfigError, ValueError, OSError) as err:
+        build_pipeline(pipeline, spec)
+    except (ConfigError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    split_dir = posixpath.join(settings["output"], SPLIT_FOLDERS[options.execution_mode])
-    held_data = ignoring_existing(split_dir, settings["save_mode"])
+    split_dir = spec.split_dir
+    held_data = ignoring_existing(split_dir, spec.save_mode)
     try:
         result = pipeline.run()
         if pipeline_options.view_as(TestOptions).dry_run:
@@ -301,14 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # any failure of the job ends the command the same way
         _LOGGER.debug("The job failed", exc_info=True)
         print(
-            f"error: the job failed; {settings['output']} holds no new complete output: {err}",
+            f"error: the job failed; {spec.output} holds no new complete output: {err}",
             file=sys.stderr,
         )
         return 1
     if held_data:
         print(f"{split_dir} already held data; with --save_mode ignore nothing was written.")
         return 0
-    print(_summary(settings, options, result))
+    print(_summary(spec, result))
     return 0
 
 

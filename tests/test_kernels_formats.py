@@ -177,6 +177,14 @@ def test_orc_splits_are_stripes_tagged_by_stripe_and_row():
     first_of_stripe_1 = second.column("id")[0].as_py()
     assert describe_row(second, 5) == "t.orc: stripe 1, record 5" and first_of_stripe_1 > 0
     assert sorted(source_of(b) for b in batches) == [source_of(b) for b in batches]
+    # Each batch owns its rows: pickled (as between pipeline stages) it is not the whole stripe.
+    import pickle
+
+    _, small = _read_all(fmt, buf, "t.orc", batch_rows=500)
+    assert len(small) > 2 * stripes
+    for batch in small:
+        fresh = pa.RecordBatch.from_pylist(batch.to_pylist(), schema=batch.schema)
+        assert len(pickle.dumps(batch)) < 1.2 * len(pickle.dumps(fresh))
 
 
 def test_orc_reads_timestamps_in_microseconds_like_the_other_formats():

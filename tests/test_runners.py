@@ -211,7 +211,7 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
             "--temp_location", "gs://demo-bucket/tmp", *extra]  # fmt: skip
     options = PipelineOptions(args)
     pipeline = beam.Pipeline(options=options)
-    build_pipeline(pipeline, options.view_as(TensorizeOptions), _resolve(options.view_as(TensorizeOptions)))
+    build_pipeline(pipeline, _resolve(options.view_as(TensorizeOptions)))
     pipeline.run()
     graph = pipeline.runner.job.proto_pipeline
     urns = {t.unique_name: t.spec.urn for t in graph.components.transforms.values()}

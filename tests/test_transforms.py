@@ -275,8 +275,8 @@ def test_tensorize_within_bad_ratio_commits(tmp_path):
 
 
 def test_feature_list_groups_and_merge_checks():
+    from beam_tensorize.job.feature_lists import feature_list_groups, merge_feature_lists
     from beam_tensorize.kernels.vocab import FeatureList
-    from beam_tensorize.transforms.feature_lists import feature_list_groups, merge_feature_lists
 
     config = load_config(os.path.join(os.path.dirname(SAMPLE_AVRO), "avro2tf_config.json"))
     keys = feature_list_groups(config, [["genreFeatures_term", "genreFeatures"]])
@@ -295,3 +295,40 @@ def test_feature_list_groups_and_merge_checks():
         ValueError, match="external feature list for tensor 'movieId_hashed', which uses no feature list"
     ):
         merge_feature_lists({}, {"movieId_hashed": FeatureList(("1",))}, config)
+
+
+def test_public_transforms_describe_themselves_in_display_data():
+    from apache_beam.transforms.display import DisplayData
+
+    from beam_tensorize.io import ReadParquet, ReadTable, WriteParquet
+    from beam_tensorize.transforms import BuildFeatureLists, HashFeatures
+
+    config = load_config(SAMPLE_CONFIG)
+
+    def shown(transform) -> dict:
+        return {item.key: item.value for item in DisplayData.create_from(transform).items}
+
+    assert shown(ReadTable(["a.avro", "b.parquet"], columns=["userId"])) == {
+        "file_patterns": "a.avro, b.parquet",
+        "format": "auto",
+        "columns": "userId",
+        "batch_rows": 8192,
+        "split_bytes": 64 << 20,
+    }
+    assert shown(ReadParquet("x.parquet"))["format"] == "parquet"
+    assert shown(WriteParquet("out", num_shards=3, partition_by=["day"])) == {
+        "directory": "out",
+        "file_format": "parquet",
+        "num_shards": 3,
+        "compression": "snappy",
+        "save_mode": "error",
+        "partition_by": "day",
+    }
+    assert shown(WriteTFRecord("out"))["compression"] == "none"
+    tensorize = shown(Tensorize(config, "out", output_format="parquet"))
+    assert tensorize["output_format"] == "parquet" and tensorize["tensors"].startswith("userId, movieId")
+    assert shown(ExtractFeatures(config, extra_columns=["weight"]))["extra_columns"] == "weight"
+    assert shown(HashFeatures(config)) == {"hashed": "movieBucket"}
+    lists = "genreIds, genreVector, movieId, movieLatentFactors, numGenres, response, userId"
+    assert shown(BuildFeatureLists(config)) == {"feature_lists": lists}
+    assert shown(EncodeExamples(config))["output_format"] == "tfrecord"

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
-import math
-import os
-import posixpath
-import re
-from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -17,20 +11,16 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
-from beam_tensorize.io.files import list_files
-from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
-from beam_tensorize.kernels.tfrecord import COMPRESSIONS
-from beam_tensorize.kernels.tfrecord_files import FileReading, file_records, read_file_batches, relative_path
-from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES, SchemaInference
+from beam_tensorize.job.tfrecord_read import TFRecordFiles, TFRecordRead, infer_tfrecord_schema, visible
+from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
+from beam_tensorize.kernels.tfrecord_files import FileReading, read_file_batches
 
 __all__ = ["ReadTFRecord", "ReadTFRecordOutputs", "TFRecordFiles", "infer_tfrecord_schema"]
 
 _LOGGER = logging.getLogger(__name__)
-_GLOB = re.compile(r"[*?\[]")
-#: Output tag of corrupt or undecodable records.
-DEAD_LETTERS = "dead_letters"
 _BATCHES = "batches"
 
 
@@ -45,107 +35,6 @@ class ReadTFRecordOutputs(NamedTuple):
 
     batches: beam.PCollection
     dead_letters: beam.PCollection
-
-
-class TFRecordFiles(NamedTuple):
-    """The files a path names and the folder partition paths are relative to.
-
-    Names starting with `_` or `.` (`_SUCCESS`, `_temporary/`, checksum files) are skipped,
-    as Spark and Hadoop do.
-    """
-
-    base: str
-    pattern: str
-    paths: list[str]
-
-    @classmethod
-    def find(cls, path: str) -> TFRecordFiles:
-        """Lists a file, a glob or a folder (recursively)."""
-        path = path.rstrip("/") if len(path) > 1 else path
-        if "://" not in path:
-            path = os.path.abspath(path)  # the file system lists local files by absolute path
-        if _GLOB.search(path):
-            base = path[: _GLOB.search(path).start()].rsplit("/", 1)[0]
-            pattern = path
-        else:
-            inside = list_files(posixpath.join(path, "**"))
-            if inside:
-                base, pattern = path, posixpath.join(path, "**")
-            else:
-                base, pattern = posixpath.dirname(path), path
-        paths = [p for p in list_files(pattern) if _visible(base, p)]
-        return cls(base, pattern, paths)
-
-    def relative(self, path: str) -> str:
-        return relative_path(self.base, path)
-
-
-def _visible(base: str, path: str) -> bool:
-    return not any(part.startswith(("_", ".")) for part in relative_path(base, path).split("/"))
-
-
-def _partition_values(files: TFRecordFiles) -> dict[str, list[str | None]]:
-    """Partition column -> its value in each file; every file must have the same columns."""
-    layouts = {}
-    for path in files.paths:
-        pairs = parse_partition_path(posixpath.dirname(files.relative(path)))
-        layouts[path] = pairs
-    names = {tuple(name for name, _ in pairs) for pairs in layouts.values()}
-    if len(names) > 1:
-        shown = "; ".join(f"{p}: {[n for n, _ in pairs] or 'none'}" for p, pairs in list(layouts.items())[:4])
-        raise ValueError(f"files under {files.base} have different partition folders ({shown})")
-    if not layouts:
-        return {}
-    columns = next(iter(names))
-    return {name: [dict(pairs)[name] for pairs in layouts.values()] for name in columns}
-
-
-def _open_records(path: str, compression: str, verify_crc: bool, on_corrupt=None) -> Iterator[bytes]:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-        yield from file_records(raw, path, compression, verify_crc, on_corrupt)
-
-
-def infer_tfrecord_schema(
-    files: Iterable[str],
-    record_type: str = "Example",
-    sample_records: int | None = 1000,
-    compression: str = "auto",
-    verify_crc: bool = True,
-) -> SchemaInference:
-    """Reads a sample of records and infers their schema (see `SchemaInference.schema()`).
-
-    The sample takes up to `ceil(sample_records / number of files)` records from each file, in
-    file order, until `sample_records` are read (so mixed files all contribute); None reads
-    every record.
-
-    Example:
-        >>> import apache_beam as beam, pyarrow as pa
-        >>> from beam_tensorize.io import WriteTFRecord
-        >>> with beam.Pipeline() as p:
-        ...     _ = (p | beam.Create([pa.RecordBatch.from_pydict({"a": [1], "b": [["x", "y"]]})])
-        ...            | WriteTFRecord("sampled", save_mode="overwrite"))
-        >>> infer_tfrecord_schema(["sampled/part-00000-of-00001.tfrecord"]).schema()
-        a: int64
-        b: list<item: string>
-          child 0, item: string
-    """
-    files = list(files)
-    inference = SchemaInference(record_type)
-    per_file = None if sample_records is None else max(1, math.ceil(sample_records / max(1, len(files))))
-    for path in files:
-        if sample_records is not None and inference.records >= sample_records:
-            break
-        records = _open_records(path, compression, verify_crc)
-        if per_file is not None:
-            records = itertools.islice(records, per_file)
-        chunk = []
-        for record in records:
-            chunk.append(record)
-            if len(chunk) >= 4096:
-                inference.observe(chunk, path)
-                chunk = []
-        inference.observe(chunk, path)
-    return inference
 
 
 class ReadTFRecord(beam.PTransform):
@@ -209,51 +98,22 @@ class ReadTFRecord(beam.PTransform):
         infer_sample_records: int | None = 1000,
     ):
         super().__init__()
-        if record_type not in RECORD_TYPES:
-            raise ValueError(
-                f"ReadTFRecord: record_type {record_type!r} is not one of {', '.join(RECORD_TYPES)}"
-            )
-        if compression != "auto" and compression not in COMPRESSIONS:
-            raise ValueError(
-                f"ReadTFRecord: compression {compression!r} is not one of auto, {', '.join(COMPRESSIONS)}"
-            )
-        if not isinstance(batch_rows, int) or batch_rows < 1:
-            raise ValueError(f"ReadTFRecord: batch_rows must be a positive integer, got {batch_rows!r}")
-        files = TFRecordFiles.find(path)
-        if not files.paths:
-            raise FileNotFoundError(f"ReadTFRecord: no TFRecord files at {path}")
-        given = {} if schema is None else {f.name: f for f in schema}
-        partitions = _partition_values(files)
-        partition_fields = [
-            given.get(name) or pa.field(name, infer_partition_column(values).type)
-            for name, values in partitions.items()
-        ]
-        self.inference = None
-        if schema is None:
-            self.inference = infer_tfrecord_schema(
-                files.paths, record_type, infer_sample_records, compression, verify_crc
-            )
-            record_schema = self.inference.schema()
-            _LOGGER.info("ReadTFRecord(%s): inferred schema from %s", path, self.inference.report())
-        else:
-            record_schema = pa.schema([f for f in schema if f.name not in partitions])
-        clash = [f.name for f in partition_fields if f.name in record_schema.names]
-        if clash:
-            raise ValueError(
-                f"ReadTFRecord: {clash} are both record features and partition folders under {path}"
-            )
-        self.schema = pa.schema(list(record_schema) + partition_fields)
-        self.files = files
-        self._reading = FileReading(
-            files.base,
-            record_schema,
-            tuple(partition_fields),
-            record_type,
-            compression,
-            verify_crc,
-            dead_letters,
-            batch_rows,
+        plan = TFRecordRead(
+            path, schema, record_type, compression, verify_crc, dead_letters, batch_rows, infer_sample_records
         )
+        self.inference = plan.inference
+        self.schema = plan.schema
+        self.files = plan.files
+        self._reading = plan.reading
+
+    def display_data(self) -> dict:
+        reading = self._reading
+        return {
+            "path": DisplayDataItem(self.files.pattern, label="Files"),
+            "record_type": DisplayDataItem(reading.record_type, label="Record type"),
+            "compression": DisplayDataItem(reading.compression, label="Compression"),
+            "files": DisplayDataItem(len(self.files.paths), label="Files found"),
+        }
 
     def expand(self, pipeline):
         files = self.files
@@ -262,7 +122,7 @@ class ReadTFRecord(beam.PTransform):
             | "Pattern" >> beam.Create([files.pattern])
             | "MatchFiles" >> fileio.MatchAll()
             | "Paths" >> beam.Map(lambda metadata: metadata.path)
-            | "SkipHidden" >> beam.Filter(lambda p, base: _visible(base, p), files.base)
+            | "SkipHidden" >> beam.Filter(lambda p, base: visible(base, p), files.base)
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadFiles" >> beam.ParDo(_ReadFileFn(self._reading)).with_outputs(DEAD_LETTERS, main=_BATCHES)
         )

@@ -13,7 +13,6 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
-from beam_tensorize.io.files import create_file
 from beam_tensorize.job.commit import (
     SAVE_MODES,
     TEMP_FOLDER,
@@ -22,8 +21,8 @@ from beam_tensorize.job.commit import (
     check_target,
     commit_files,
 )
-from beam_tensorize.kernels.parquet_output import write_parquet_shard
-from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_shard
+from beam_tensorize.job.files import create_file
+from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_file
 
 __all__ = ["WriteShardedFiles"]
 
@@ -141,13 +140,6 @@ class _AssignShardsFn(beam.DoFn):
         )
 
 
-def write_file(raw, chunks, plan: CommitPlan) -> int:
-    """Write one shard file's chunks (in file order) in the plan's format; returns the count."""
-    if plan.file_format == "parquet":
-        return write_parquet_shard(raw, chunks, plan.compression)
-    return write_shard(raw, chunks, plan.compression)
-
-
 class _WriteShardFn(beam.DoFn):
     """Writes one file from all records of one (partition, shard): one open writer at a time.
     A columnar file without rows is not written (it would have no schema)."""
@@ -166,7 +158,7 @@ class _WriteShardFn(beam.DoFn):
             return
         temp_path = self._plan.temp_path(path, shard)
         with create_file(temp_path) as raw:
-            count = write_file(raw, ordered, self._plan)
+            count = write_file(raw, ordered, self._plan.file_format, self._plan.compression)
         self._records.inc(count)
         self._files.inc()
         yield path, shard, temp_path, count

@@ -14,7 +14,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
-from beam_tensorize.io.files import match_files
+from beam_tensorize.job.files import match_files
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
 

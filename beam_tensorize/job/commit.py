@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tensorize.io.files import create_file, list_files
+from beam_tensorize.job.files import create_file, list_files
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
 from beam_tensorize.kernels.tfrecord_files import relative_path
 

@@ -29,10 +29,12 @@ from beam_tensorize.kernels.features import FeatureLayout, layout_for_column, to
 from beam_tensorize.kernels.parquet_output import tensor_columns
 from beam_tensorize.kernels.provenance import describe_row
 
-__all__ = ["SERIALIZED_COLUMN", "EncodedBatch", "encode_with_dead_letters"]
+__all__ = ["DEAD_LETTERS", "SERIALIZED_COLUMN", "EncodedBatch", "encode_with_dead_letters"]
 
 #: Column of serialized examples in encoded batches.
 SERIALIZED_COLUMN = "serialized"
+#: Output tag of the bad records of every step that has a dead-letter output.
+DEAD_LETTERS = "dead_letters"
 
 
 class EncodedBatch(NamedTuple):

@@ -76,8 +76,12 @@ from beam_tensorize.kernels.sparse import combine_sparse, sparse_to_dense
 __all__ = [
     "AVRO2TF_SALT_LENGTH",
     "AVRO2TF_SALT_SEED",
+    "HASH_FUNCTION_REGISTRY",
     "MAX_STRONG_HASH_FUNCTIONS",
     "STRONG_HASH_KEYS",
+    "Avro2TFMd5Hash",
+    "FingerprintHash",
+    "HashFunction",
     "avro2tf_salt",
     "canonical_strings",
     "hash_buckets",
@@ -173,16 +177,80 @@ def hash_buckets(
     data = _as_binary(values)
     if data.null_count:
         raise ValueError("hash_buckets: values must not contain nulls")
-    n = _U64(num_buckets)
-    if hash_function == "avro2tf_md5":
+    return HASH_FUNCTION_REGISTRY[hash_function].buckets(data, num_buckets, function_index, num_functions)
+
+
+# --- the hash functions ------------------------------------------------------------------------
+
+
+class HashFunction:
+    """One hash function family of `hashInfo.hashFunction`: `buckets` gives the ids of flat
+    binary values for function `function_index` of `num_functions`; `describe` what serving
+    needs to reproduce them (added to the metadata's `hashing` entry)."""
+
+    name: str = ""
+    #: The most functions one feature may use (None: no limit).
+    max_functions: int | None = None
+
+    def buckets(
+        self, data: pa.Array, num_buckets: int, function_index: int, num_functions: int
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe(self, num_buckets: int, num_functions: int) -> dict:
+        raise NotImplementedError
+
+
+class FingerprintHash(HashFunction):
+    """TensorFlow's hashing: one function is `tf.strings.to_hash_bucket_fast` (FarmHash
+    Fingerprint64), several are `tf.strings.to_hash_bucket_strong` (SipHash-2-4) keyed by
+    `STRONG_HASH_KEYS[j]`."""
+
+    name = "fingerprint"
+    max_functions = MAX_STRONG_HASH_FUNCTIONS
+
+    def buckets(self, data, num_buckets, function_index, num_functions):
+        if num_functions == 1:
+            hashes = np.fromiter(
+                map(farmhash.fingerprint64, data.to_pylist()), dtype=np.uint64, count=len(data)
+            )
+        else:
+            hashes = _siphash24(data, *STRONG_HASH_KEYS[function_index])
+        return (hashes % _U64(num_buckets)).astype(np.int64)
+
+    def describe(self, num_buckets, num_functions):
+        if num_functions == 1:
+            return {"tensorflow": f"tf.strings.to_hash_bucket_fast(x, {num_buckets})"}
+        return {
+            "strongHashKeys": [list(STRONG_HASH_KEYS[j]) for j in range(num_functions)],
+            "tensorflow": f"tf.strings.to_hash_bucket_strong(x, {num_buckets}, key=strongHashKeys[j])",
+        }
+
+
+class Avro2TFMd5Hash(HashFunction):
+    """Avro2TF's hashing: MD5 of the value followed by the salt of function j, as a big-endian
+    integer, modulo the bucket count (`avro2tf_salt`)."""
+
+    name = "avro2tf_md5"
+
+    def buckets(self, data, num_buckets, function_index, num_functions):
         salt = avro2tf_salt(function_index).encode("ascii")
         ids = [int.from_bytes(hashlib.md5(v + salt).digest(), "big") % num_buckets for v in data.to_pylist()]
         return np.array(ids, dtype=np.int64)
-    if num_functions == 1:
-        hashes = np.fromiter(map(farmhash.fingerprint64, data.to_pylist()), dtype=np.uint64, count=len(data))
-    else:
-        hashes = _siphash24(data, *STRONG_HASH_KEYS[function_index])
-    return (hashes % n).astype(np.int64)
+
+    def describe(self, num_buckets, num_functions):
+        return {
+            "salts": [avro2tf_salt(j) for j in range(num_functions)],
+            "tensorflow": "not reproducible with TensorFlow ops (salted MD5)",
+        }
+
+
+#: `hashInfo.hashFunction` name -> its implementation (every name of `HASH_FUNCTIONS`).
+HASH_FUNCTION_REGISTRY: dict[str, HashFunction] = {f.name: f for f in (FingerprintHash(), Avro2TFMd5Hash())}
+if set(HASH_FUNCTION_REGISTRY) != set(HASH_FUNCTIONS):  # the config accepts exactly these names
+    raise ImportError(
+        f"hash functions {sorted(HASH_FUNCTION_REGISTRY)} differ from the config's {HASH_FUNCTIONS}"
+    )
 
 
 def avro2tf_salt(function_index: int) -> str:
@@ -379,12 +447,13 @@ def _check_hashing(num_buckets: int, num_functions: int, hash_function: str) -> 
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if num_buckets >= 2**63:
         raise ValueError(f"num_buckets must be below 2**63, got {num_buckets}")
-    if hash_function not in HASH_FUNCTIONS:
-        raise ValueError(f"hash_function {hash_function!r} is not one of {', '.join(HASH_FUNCTIONS)}")
-    if hash_function == "fingerprint" and num_functions > MAX_STRONG_HASH_FUNCTIONS:
+    if hash_function not in HASH_FUNCTION_REGISTRY:
+        raise ValueError(f"hash_function {hash_function!r} is not one of {', '.join(HASH_FUNCTION_REGISTRY)}")
+    limit = HASH_FUNCTION_REGISTRY[hash_function].max_functions
+    if limit is not None and num_functions > limit:
         raise ValueError(
-            f"numHashFunctions {num_functions} is too large: the fingerprint hash defines "
-            f"{MAX_STRONG_HASH_FUNCTIONS} keyed functions (STRONG_HASH_KEYS)"
+            f"numHashFunctions {num_functions} is too large: the {hash_function} hash defines "
+            f"{limit} keyed functions (STRONG_HASH_KEYS)"
         )
 
 
@@ -441,14 +510,7 @@ def hashing_description(hash_info: HashInfo) -> dict:
         "hashFunction": hash_info.hash_function,
         "dummyId": n,
     }
-    if hash_info.hash_function == "avro2tf_md5":
-        description["salts"] = [avro2tf_salt(j) for j in range(k)]
-        description["tensorflow"] = "not reproducible with TensorFlow ops (salted MD5)"
-    elif k == 1:
-        description["tensorflow"] = f"tf.strings.to_hash_bucket_fast(x, {n})"
-    else:
-        description["strongHashKeys"] = [list(STRONG_HASH_KEYS[j]) for j in range(k)]
-        description["tensorflow"] = f"tf.strings.to_hash_bucket_strong(x, {n}, key=strongHashKeys[j])"
+    description.update(HASH_FUNCTION_REGISTRY[hash_info.hash_function].describe(n, k))
     return description
 
 

@@ -30,12 +30,13 @@ import numpy as np
 import pyarrow as pa
 
 from beam_tensorize.kernels.example_encoder import encode_examples
+from beam_tensorize.kernels.parquet_output import write_parquet_shard
 from beam_tensorize.kernels.partitions import split_by_partition
 from beam_tensorize.kernels.provenance import order_key
 from beam_tensorize.kernels.sequence_example import encode_sequence_examples
 from beam_tensorize.kernels.tfrecord import compressed_writer, write_tfrecords
 
-__all__ = ["ROWS", "Chunk", "order_chunks", "serialize_records", "shard_chunks", "write_shard"]
+__all__ = ["ROWS", "Chunk", "order_chunks", "serialize_records", "shard_chunks", "write_file", "write_shard"]
 
 #: A run of records of one batch bound for one file: (the batch's order key, the records, or
 #: the rows themselves for columnar files).
@@ -154,3 +155,11 @@ def write_shard(raw: BinaryIO, chunks: Iterable[Chunk], compression: str) -> int
             write_tfrecords(out, records)
             count += len(records)
     return count
+
+
+def write_file(raw: BinaryIO, chunks: Iterable[Chunk], file_format: str, compression: str) -> int:
+    """Write one shard file's chunks (in file order): TFRecord (`write_shard`) or Parquet
+    (`write_parquet_shard`). Returns the number of records written."""
+    if file_format == "parquet":
+        return write_parquet_shard(raw, chunks, compression)
+    return write_shard(raw, chunks, compression)

@@ -13,11 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from beam_tensorize.config.model import COMBINERS
 from beam_tensorize.kernels.expressions import list_lengths
 
 __all__ = ["COMBINERS", "combine_sparse", "drop_zeros", "sparse_to_dense"]
-
-COMBINERS = ("SUM", "AVG", "MAX")
 
 
 def combine_sparse(

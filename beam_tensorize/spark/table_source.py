@@ -135,7 +135,7 @@ class TableDataSource(DataSource):
         self._provenance = flag(opts, "provenance", False, self.name())
 
     def _files(self) -> list[tuple[str, int]]:
-        from beam_tensorize.io.files import match_files
+        from beam_tensorize.job.files import match_files
 
         kind = self._format.kind if self._format is not None else "input"
         return [file for pattern in self._patterns for file in match_files(pattern, kind)]

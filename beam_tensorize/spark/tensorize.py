@@ -37,27 +37,47 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from beam_tensorize.config import load_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.io import ReadTable
-from beam_tensorize.io.files import create_file
 
 # The Beam sink's commit protocol (temporary folder, save modes, moves), used as it is.
-from beam_tensorize.io.sharded import write_file
 from beam_tensorize.job.commit import (
-    FILE_FORMATS,
     TEMP_FOLDER,
     CommitPlan,
     check_target,
     commit_files,
     delete_temporary,
 )
+from beam_tensorize.job.feature_lists import (
+    FEATURE_LIST_FOLDER,
+    feature_list_groups,
+    merge_feature_lists,
+    read_feature_lists,
+)
+from beam_tensorize.job.files import create_file
+
+# The Beam job's own finishing steps (dead letters and the ratio check, the `_SUCCESS`
+# marker, the split's metadata entry, the summary), called as they are.
+from beam_tensorize.job.finish import (
+    BAD,
+    DEAD_LETTER_FOLDER,
+    GOOD,
+    check_bad_records,
+    dead_letter_json,
+    describe_split,
+    extra_layouts,
+    first_layouts,
+    ignoring_existing,
+    remove_success_marker,
+    write_success,
+)
+from beam_tensorize.job.metadata import write_metadata
+from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
-from beam_tensorize.kernels.extract import extract_tensors, input_columns
+from beam_tensorize.kernels.extract import extract_tensors
 from beam_tensorize.kernels.features import layout_of
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
 from beam_tensorize.kernels.hashing import hash_tensors
-from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_shard
+from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file, write_shard
 from beam_tensorize.kernels.vocab import (
     FeatureList,
     FeatureListLookup,
@@ -67,31 +87,6 @@ from beam_tensorize.kernels.vocab import (
     partial_counts,
 )
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
-from beam_tensorize.transforms import ExtractFeatures, Tensorize
-from beam_tensorize.transforms.encode import dead_letter_json
-from beam_tensorize.transforms.feature_lists import (
-    FEATURE_LIST_FOLDER,
-    feature_list_groups,
-    merge_feature_lists,
-    read_feature_lists,
-)
-from beam_tensorize.transforms.metadata import write_metadata
-
-# The Beam job's own finishing steps (dead letters and the ratio check, the `_SUCCESS`
-# marker, the split's metadata entry, the summary), called as they are.
-from beam_tensorize.transforms.tensorize import (
-    BAD,
-    DEAD_LETTER_FOLDER,
-    GOOD,
-    SPLIT_FOLDERS,
-    check_bad_records,
-    describe_split,
-    extra_layouts,
-    first_layouts,
-    ignoring_existing,
-    remove_success_marker,
-    write_success,
-)
 
 __all__ = ["tensorize_spark"]
 
@@ -126,9 +121,9 @@ _COUNTS = pa.schema(
 
 def tensorize_spark(
     spark: SparkSession,
-    input_paths: str | Sequence[str],
-    config: TensorizeConfig | str | os.PathLike,
-    output: str,
+    input_paths: str | Sequence[str] | TensorizeSpec,
+    config: TensorizeConfig | str | os.PathLike | None = None,
+    output: str | None = None,
     mode: str = "train",
     num_shards: int = 1,
     compression: str | None = None,
@@ -160,7 +155,8 @@ def tensorize_spark(
 
     Args:
         spark: the session to run on.
-        input_paths: input files: a path or glob, or a list of them (local, gs://, s3://).
+        input_paths: input files: a path or glob, or a list of them (local, gs://, s3://); or a
+            `TensorizeSpec` holding every setting (its `inputs` are read; give nothing else).
         config: the parsed config, or the path of a config file.
         output: the output folder.
         mode: "train", "validation" or "test" (selects the split folder).
@@ -202,55 +198,69 @@ def tensorize_spark(
         result = tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, "out", num_shards=2)
         result["numRecords"]  # 300
     """
-    if isinstance(config, (str, os.PathLike)):
-        config = load_config(os.fspath(config))
-    patterns = [input_paths] if isinstance(input_paths, str) else list(input_paths)
-    shared = tuple(tuple(group) for group in shared_feature_lists)
-    extra, partition_by = tuple(extra_columns), tuple(partition_by)
-    out = output.rstrip("/")
-    columns = input_columns(config.tensors, extra)
-    # The Beam job's constructors check these arguments without I/O: building them here makes
-    # both jobs accept exactly the same arguments, with the same messages.
-    Tensorize(config, out, mode, num_shards, compression, save_mode, max_bad_records_ratio, shared,
-              external_feature_lists, filter_zeros, extra, partition_by, output_format)  # fmt: skip
-    ExtractFeatures(config, extra_columns=extra)
-    split = SPLIT_FOLDERS[mode]
-    split_dir = posixpath.join(out, split)
-    compression = compression or FILE_FORMATS[output_format][0]
-    ReadTable(patterns, input_format, columns=columns, batch_rows=batch_rows, split_bytes=split_bytes)
-    if ignoring_existing(split_dir, save_mode):
+    if isinstance(input_paths, TensorizeSpec):
+        given = (config, output, mode, num_shards, compression, save_mode, max_bad_records_ratio,
+                 shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
+                 output_format, input_format, batch_rows, split_bytes)  # fmt: skip
+        defaults = (None, None, "train", 1, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
+                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES)  # fmt: skip
+        if given != defaults:
+            raise TypeError("give either a TensorizeSpec or the settings, not both")
+        spec = input_paths
+    else:
+        # The same settings object as the Beam job and the CLI: the same checks and messages.
+        spec = TensorizeSpec(
+            config, output, inputs=input_paths, input_format=input_format, execution_mode=mode,
+            output_format=output_format, num_shards=num_shards, compression=compression, save_mode=save_mode,
+            max_bad_records_ratio=max_bad_records_ratio, shared_feature_lists=shared_feature_lists,
+            external_feature_lists=external_feature_lists, filter_zeros=filter_zeros,
+            extra_columns=extra_columns, partition_by=partition_by, batch_rows=batch_rows,
+            split_bytes=split_bytes,
+        )  # fmt: skip
+    if not spec.inputs:
+        raise ValueError("tensorize_spark needs input files (the spec's inputs)")
+    config, out, mode, split, split_dir = (
+        spec.config,
+        spec.output,
+        spec.execution_mode,
+        spec.split,
+        spec.split_dir,
+    )
+    extra, partition_by, columns = spec.extra_columns, spec.partition_by, spec.input_columns
+    if ignoring_existing(split_dir, spec.save_mode):
         _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
 
     spark.dataSource.register(TableDataSource)
     rows = (
         spark.read.format(TABLE_FORMAT)
-        .option("format", input_format)
+        .option("format", spec.input_format)
         .option("columns", ",".join(columns))
         .option("provenance", "true")
-        .option("batchRows", str(batch_rows))
-        .option("splitBytes", str(split_bytes))
-        .load(patterns)
+        .option("batchRows", str(spec.batch_rows))
+        .option("splitBytes", str(spec.split_bytes))
+        .load(list(spec.inputs))
     )
-    checked = check_target(split_dir, save_mode)
-    lists = _feature_lists(rows, config, mode, out, shared, external_feature_lists)
+    checked = check_target(split_dir, spec.save_mode)
+    lists = _feature_lists(rows, config, mode, out, spec.shared_feature_lists, spec.external_feature_lists)
     lists_broadcast = spark.sparkContext.broadcast(lists)
     plan = CommitPlan(
-        split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), save_mode, False, compression,
-        num_shards, output_format,
+        split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), spec.save_mode, False,
+        spec.compression, spec.num_shards, spec.output_format,
     )  # fmt: skip
     try:
         encode = _EncodeBatches(
-            config.tensors, extra, partition_by, lists_broadcast, filter_zeros, num_shards, output_format
-        )
+            config.tensors, extra, partition_by, lists_broadcast, spec.filter_zeros, spec.num_shards,
+            spec.output_format,
+        )  # fmt: skip
         written = (
             rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
-            .repartition(num_shards, "path", "shard")
+            .repartition(spec.num_shards, "path", "shard")
             .sortWithinPartitions("path", "shard", "key", "batch", "pos")
             .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
             .collect()
         )
-        return _finish(written, config, out, split, mode, plan, checked, max_bad_records_ratio, lists,
+        return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists,
                        extra, partition_by)  # fmt: skip
     finally:
         delete_temporary(plan)  # gone already after a commit
@@ -474,7 +484,7 @@ class _WriteFiles:
             else:
                 chunks = [("", records) for _, records in group]
             with create_file(temp_path) as raw:
-                count = write_file(raw, chunks, self._plan)
+                count = write_file(raw, chunks, self._plan.file_format, self._plan.compression)
             yield pa.RecordBatch.from_arrays(
                 [pa.array([_RECORD], pa.int32()), pa.array([path]), pa.array([shard], pa.int32()),
                  pa.array([temp_path.encode()], pa.binary()), pa.array([count], pa.int64())],

@@ -1,6 +1,6 @@
 """TFRecord files as a Spark DataFrame, and DataFrames as TFRecord files: format `tfrecord`.
 
-Thin glue over the kernels and the Beam TFRecord I/O: reading is `ReadTFRecord`'s (file
+Thin glue over the kernels and the job layer: reading is planned as `ReadTFRecord` plans it (file
 listing, Hive partition folders, schema inference, `read_file_batches` per file), writing is
 `WriteTFRecord`'s (`serialize_records` per partition folder, the same temporary folder,
 save modes and commit). Files written by either can be read by the other, by Spark-TFRecord
@@ -30,9 +30,6 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from beam_tensorize.io.files import create_file
-from beam_tensorize.io.read_tfrecord import ReadTFRecord
-
 # The commit protocol of the Beam sinks (temporary folder, save modes, moves), used as it is.
 from beam_tensorize.job.commit import (
     SAVE_MODES,
@@ -42,6 +39,8 @@ from beam_tensorize.job.commit import (
     commit_files,
     delete_temporary,
 )
+from beam_tensorize.job.files import create_file
+from beam_tensorize.job.tfrecord_read import TFRecordRead
 from beam_tensorize.kernels.partitions import parse_partition_path, split_by_partition
 from beam_tensorize.kernels.shards import serialize_records
 from beam_tensorize.kernels.tfrecord import COMPRESSIONS, compressed_writer, write_tfrecords
@@ -109,7 +108,7 @@ class TFRecordDataSource(DataSource):
                 f"{TFRECORD_FORMAT}: option recordType {self._record_type!r} is not one of {', '.join(RECORD_TYPES)}"
             )
 
-    def _reading(self, schema: pa.Schema | None = None) -> tuple[ReadTFRecord, FileReading]:
+    def _reading(self, schema: pa.Schema | None = None) -> tuple[TFRecordRead, FileReading]:
         """The Beam read of the files (checks the options and files, infers the schema) and
         how to read each file into `schema` (default: the inferred one)."""
         opts = self._opts
@@ -117,7 +116,7 @@ class TFRecordDataSource(DataSource):
         compression = opts.get("compression", "auto")
         verify_crc = flag(opts, "verifyCrc", True, TFRECORD_FORMAT)
         batch_rows = positive(opts, "batchRows", 8192, TFRECORD_FORMAT)
-        read = ReadTFRecord(
+        read = TFRecordRead(
             self._path,
             schema=schema,
             record_type=self._record_type,

@@ -9,19 +9,12 @@ from beam_tensorize.transforms.feature_lists import (
     LoadFeatureLists,
 )
 from beam_tensorize.transforms.hashing import HashFeatures
-from beam_tensorize.transforms.metadata import EmitMetadata, read_metadata
-from beam_tensorize.transforms.tensorize import (
-    EXECUTION_MODES,
-    SPLIT_FOLDERS,
-    Tensorize,
-    TensorizeOutputs,
-)
+from beam_tensorize.transforms.metadata import EmitMetadata
+from beam_tensorize.transforms.tensorize import Tensorize, TensorizeOutputs
 
 __all__ = [
     "DEAD_LETTERS",
     "EXAMPLES",
-    "EXECUTION_MODES",
-    "SPLIT_FOLDERS",
     "ApplyFeatureLists",
     "BuildFeatureLists",
     "BuildVocab",
@@ -32,5 +25,4 @@ __all__ = [
     "LoadFeatureLists",
     "Tensorize",
     "TensorizeOutputs",
-    "read_metadata",
 ]

@@ -3,25 +3,22 @@ bad rows to a dead letter."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Sequence
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
+from beam_tensorize.kernels.dead_letters import DEAD_LETTERS, SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features import FeatureLayout, layout_of
 
-__all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples", "dead_letter_json"]
+__all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples"]
 
 #: Output tag of the encoded batches.
 EXAMPLES = "examples"
-#: Output tag of the rows that could not be encoded.
-DEAD_LETTERS = "dead_letters"
 
 
 class EncodeExamples(beam.PTransform):
@@ -81,6 +78,13 @@ class EncodeExamples(beam.PTransform):
         self._layouts = tuple(layout_of(t) for t in tensors if t.name not in keep)
         self._keep = keep
 
+    def display_data(self) -> dict:
+        return {
+            "output_format": DisplayDataItem(self._output_format, label="Output format"),
+            "tensors": DisplayDataItem(", ".join(layout.name for layout in self._layouts), label="Tensors"),
+            "keep_columns": DisplayDataItem(", ".join(self._keep) or "(none)", label="Columns kept"),
+        }
+
     def expand(self, tensor_batches):
         return tensor_batches | "EncodeExamples" >> beam.ParDo(
             _EncodeExamplesFn(self._layouts, self._keep, self._output_format)
@@ -103,14 +107,3 @@ class _EncodeExamplesFn(beam.DoFn):
             self._bad.inc(len(dead_letters))
             for letter in dead_letters:
                 yield beam.pvalue.TaggedOutput(DEAD_LETTERS, letter)
-
-
-def dead_letter_json(record: dict) -> str:
-    """One dead-letter record as a JSON line (bytes as base64, other odd values as text)."""
-    return json.dumps(record, sort_keys=True, default=_json_default, allow_nan=True)
-
-
-def _json_default(value):
-    if isinstance(value, (bytes, bytearray)):
-        return {"base64": base64.b64encode(bytes(value)).decode()}
-    return str(value)

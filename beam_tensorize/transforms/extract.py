@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.extract import extract_tensors
@@ -47,6 +48,12 @@ class ExtractFeatures(beam.PTransform):
         clash = set(self._extra) & {t.name for t in self._tensors}
         if clash:
             raise ValueError(f"extra columns {sorted(clash)} have the names of tensors")
+
+    def display_data(self) -> dict:
+        return {
+            "tensors": DisplayDataItem(", ".join(t.name for t in self._tensors), label="Tensors"),
+            "extra_columns": DisplayDataItem(", ".join(self._extra) or "(none)", label="Extra columns"),
+        }
 
     def expand(self, batches):
         return batches | "ExtractTensors" >> beam.ParDo(_ExtractTensorsFn(self._tensors, self._extra))

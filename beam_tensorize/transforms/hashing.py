@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.hashing import hash_tensors
@@ -40,6 +41,10 @@ class HashFeatures(beam.PTransform):
     def __init__(self, config: TensorizeConfig):
         super().__init__()
         self._tensors = config.tensors
+
+    def display_data(self) -> dict:
+        hashed = [t.name for t in self._tensors if t.input.transform_config.hash_info]
+        return {"hashed": DisplayDataItem(", ".join(hashed) or "(none)", label="Hashed tensors")}
 
     def expand(self, batches):
         if not any(t.input.transform_config.hash_info for t in self._tensors):

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import posixpath
-from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
+from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.io.files import read_text, write_text_atomically
-from beam_tensorize.kernels.features import FeatureLayout
-from beam_tensorize.kernels.metadata import METADATA_FILE, build_metadata, metadata_json
-from beam_tensorize.kernels.vocab import FeatureList
-from beam_tensorize.transforms.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
+from beam_tensorize.job.metadata import write_metadata
 
-__all__ = ["EmitMetadata", "read_metadata", "write_metadata"]
+__all__ = ["EmitMetadata"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -67,6 +61,12 @@ class EmitMetadata(beam.PTransform):
         self._write_lists = write_feature_lists
         self._extra = extra_columns
 
+    def display_data(self) -> dict:
+        return {
+            "output": DisplayDataItem(self._output_dir, label="Output folder"),
+            "write_feature_lists": DisplayDataItem(self._write_lists, label="Writes feature lists"),
+        }
+
     def expand(self, splits):
         side_inputs = {}
         if self._feature_lists is not None:
@@ -81,58 +81,3 @@ class EmitMetadata(beam.PTransform):
             self._write_lists,
             **side_inputs,
         )
-
-
-def read_metadata(output_dir: str) -> dict | None:
-    """The metadata document of an output folder, or None if it has none."""
-    text = read_text(posixpath.join(output_dir.rstrip("/"), METADATA_FILE))
-    return None if text is None else json.loads(text)
-
-
-def write_metadata(
-    splits: Mapping[str, Mapping],
-    config: TensorizeConfig,
-    output_dir: str,
-    compression: str = "none",
-    write_lists: bool = False,
-    lists: Mapping[str, FeatureList] | None = None,
-    extra: Sequence[FeatureLayout] = (),
-) -> str:
-    """Write the metadata document (and, if asked, the feature lists) now; returns its path.
-
-    What `EmitMetadata` does when the job runs: entries of other splits in an existing
-    document are kept; every file is written under a temporary name and renamed into place.
-
-    Args:
-        splits: `{split folder: {"files": [...], "numRecords": n, ...}}` of the committed data.
-        config: the parsed config.
-        output_dir: the output folder.
-        compression: "none" or "gzip", as written.
-        write_lists: also write `featureList/<tensor>` (train mode).
-        lists: the feature lists used, by tensor name.
-        extra: how the extra input columns were stored.
-
-    Example:
-        >>> import tempfile
-        >>> from beam_tensorize.config import load_config
-        >>> from beam_tensorize.sample import SAMPLE_CONFIG
-        >>> path = write_metadata({"trainingData": {"files": [], "numRecords": 0}},
-        ...                       load_config(SAMPLE_CONFIG), tempfile.mkdtemp())
-        >>> path.endswith("metadata/tensor_metadata.json")
-        True
-    """
-    lists = dict(lists or {})
-    if write_lists:
-        paths = write_feature_lists(lists, output_dir)
-    else:
-        paths = {name: posixpath.join(FEATURE_LIST_FOLDER, name) for name in lists}
-    data = dict(splits)
-    previous = read_metadata(output_dir)
-    if previous:
-        for name, info in previous.get("data", {}).items():
-            data.setdefault(name, info)
-    document = build_metadata(config, data, lists, paths, compression=compression, extra_columns=extra)
-    path = posixpath.join(output_dir, METADATA_FILE)
-    write_text_atomically(path, metadata_json(document))
-    _LOGGER.info("Wrote %s", path)
-    return path

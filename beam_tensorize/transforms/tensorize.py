@@ -7,36 +7,34 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.io.files import create_file, list_files, write_text_atomically
 from beam_tensorize.io.parquet import WriteParquet
 from beam_tensorize.io.tfrecord import WriteTFRecord
-from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, SUCCESS_FILE, check_file_format
-from beam_tensorize.kernels.extract import input_columns
-from beam_tensorize.kernels.features import layout_for_column, layout_of
-from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples, dead_letter_json
-from beam_tensorize.transforms.extract import ExtractFeatures
-from beam_tensorize.transforms.feature_lists import (
-    FEATURE_LIST_FOLDER,
-    ApplyFeatureLists,
-    BuildFeatureLists,
-    LoadFeatureLists,
-    feature_list_groups,
-    merge_feature_lists,
+from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, merge_feature_lists
+from beam_tensorize.job.finish import (
+    BAD,
+    DEAD_LETTER_FOLDER,
+    GOOD,
+    check_bad_records,
+    dead_letter_json,
+    describe_split,
+    extra_layouts,
+    first_layouts,
+    ignoring_existing,
+    remove_success_marker,
+    write_success,
 )
+from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.kernels.extract import input_columns
+from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples
+from beam_tensorize.transforms.extract import ExtractFeatures
+from beam_tensorize.transforms.feature_lists import ApplyFeatureLists, BuildFeatureLists, LoadFeatureLists
 from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
 
-__all__ = ["EXECUTION_MODES", "SPLIT_FOLDERS", "Tensorize", "TensorizeOutputs"]
-
-#: Execution mode -> folder the records go to.
-SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
-EXECUTION_MODES = tuple(SPLIT_FOLDERS)
-DEAD_LETTER_FOLDER = "deadLetters"
-DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
-GOOD, BAD = "good", "bad"
+__all__ = ["Tensorize", "TensorizeOutputs"]
 
 
 class TensorizeOutputs(NamedTuple):
@@ -67,8 +65,12 @@ class Tensorize(beam.PTransform):
     run) -> ApplyFeatureLists -> EncodeExamples -> WriteTFRecord -> EmitMetadata.
 
     Args:
-        config: the parsed config.
+        config: the parsed config (or a config file's path), or a `TensorizeSpec` holding every
+            setting (then give nothing else).
         output_dir: output folder (local, gs://, s3://, ...).
+        **settings: the other fields of `beam_tensorize.job.spec.TensorizeSpec`, validated
+            there:
+
         execution_mode: "train", "validation" or "test" (selects the split folder).
         num_shards: data files to write (per partition when partitioned).
         compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy"
@@ -105,51 +107,37 @@ class Tensorize(beam.PTransform):
     """
 
     def __init__(
-        self,
-        config: TensorizeConfig,
-        output_dir: str,
-        execution_mode: str = "train",
-        num_shards: int = 1,
-        compression: str | None = None,
-        save_mode: str = "error",
-        max_bad_records_ratio: float = 0.0,
-        shared_feature_lists: Sequence[Sequence[str]] = (),
-        external_feature_lists: str | None = None,
-        filter_zeros: bool = False,
-        extra_columns: Sequence[str] = (),
-        partition_by: Sequence[str] = (),
-        output_format: str = "tfrecord",
+        self, config: TensorizeConfig | TensorizeSpec | str, output_dir: str | None = None, **settings
     ):
         super().__init__()
-        if execution_mode not in SPLIT_FOLDERS:
-            raise ValueError(f"execution_mode {execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}")
-        if not isinstance(num_shards, int) or isinstance(num_shards, bool) or num_shards < 1:
-            raise ValueError(f"Tensorize: num_shards must be a positive integer, got {num_shards!r}")
-        if output_format not in FILE_FORMATS:
-            raise ValueError(f"output_format {output_format!r} is not one of {', '.join(FILE_FORMATS)}")
-        if compression is None:
-            compression = FILE_FORMATS[output_format][0]
-        check_file_format(output_format, compression, "Tensorize")
-        if save_mode not in SAVE_MODES:
-            raise ValueError(f"save_mode {save_mode!r} is not one of {', '.join(SAVE_MODES)}")
-        if not 0.0 <= max_bad_records_ratio <= 1.0:
-            raise ValueError(f"max_bad_records_ratio must be between 0 and 1, got {max_bad_records_ratio}")
-        self._shared = tuple(tuple(group) for group in shared_feature_lists)
-        feature_list_groups(config, self._shared)  # validates the groups now
-        self._external = external_feature_lists
-        self._filter_zeros = filter_zeros
-        self._mode = execution_mode
-        self._extra = tuple(extra_columns)
-        self._config = config
-        self._output_dir = output_dir.rstrip("/")
-        self._split = SPLIT_FOLDERS[execution_mode]
-        self._num_shards = num_shards
-        self._compression = compression
-        self._output_format = output_format
-        self._save_mode = save_mode
-        self._max_bad_ratio = max_bad_records_ratio
-        self._partition_by = tuple(partition_by)
-        _check_partition_columns(config, self._partition_by, self._extra)
+        spec = TensorizeSpec.of(config, output_dir, **settings)
+        #: The job's settings, validated.
+        self.spec = spec
+        self._config = spec.config
+        self._output_dir = spec.output
+        self._mode = spec.execution_mode
+        self._split = spec.split
+        self._shared = spec.shared_feature_lists
+        self._external = spec.external_feature_lists
+        self._filter_zeros = spec.filter_zeros
+        self._extra = spec.extra_columns
+        self._num_shards = spec.num_shards
+        self._compression = spec.compression
+        self._output_format = spec.output_format
+        self._save_mode = spec.save_mode
+        self._max_bad_ratio = spec.max_bad_records_ratio
+        self._partition_by = spec.partition_by
+
+    def display_data(self) -> dict:
+        spec = self.spec
+        return {
+            "output": DisplayDataItem(spec.output, label="Output folder"),
+            "execution_mode": DisplayDataItem(spec.execution_mode, label="Execution mode"),
+            "output_format": DisplayDataItem(spec.output_format, label="Output format"),
+            "tensors": DisplayDataItem(", ".join(spec.config.tensor_names), label="Tensors"),
+            "num_shards": DisplayDataItem(spec.num_shards, label="Files per folder"),
+            "save_mode": DisplayDataItem(spec.save_mode, label="Save mode"),
+        }
 
     @staticmethod
     def input_columns(config: TensorizeConfig, extra_columns: Sequence[str] = ()) -> list[str]:
@@ -266,106 +254,3 @@ class Tensorize(beam.PTransform):
         )
         result = (done, untouched) | "Result" >> beam.Flatten()
         return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
-
-
-# The steps below are shared with the Spark path (`beam_tensorize.spark`), which runs them in
-# the same order on its driver, so both give the same files.
-
-
-def extra_layouts(batch, names: tuple[str, ...]) -> tuple:
-    """How the extra columns of a batch are stored (`layout_for_column` of each)."""
-    return tuple(layout_for_column(n, batch.schema.field(n).type) for n in names)
-
-
-def first_layouts(candidates) -> tuple:
-    """The extra columns' layouts, the same on every runner whatever batch came first."""
-    found = [c for c in candidates if c]
-    return min(found, key=repr) if found else ()
-
-
-def _check_partition_columns(config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...]) -> None:
-    """Partition columns must be scalar tensors or extra columns (checked when built)."""
-    tensors = {t.name: t for t in config.tensors}
-    for name in names:
-        if name in tensors:
-            layout = layout_of(tensors[name])
-            if layout.kind != "fixed_len" or layout.shape != ():
-                raise ValueError(
-                    f"partition_by: tensor {name!r} is not a scalar (shape {list(layout.shape)}, "
-                    f"{layout.kind}); only one value per record can name a folder"
-                )
-        elif name not in extra:
-            raise ValueError(
-                f"partition_by: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
-            )
-    if len(set(names)) != len(names):
-        raise ValueError(f"partition_by: {list(names)} names a column twice")
-
-
-def ignoring_existing(split_dir: str, save_mode: str) -> bool:
-    """Save mode `ignore` and the split folder holds files: the job writes nothing."""
-    return save_mode == "ignore" and bool(list_files(posixpath.join(split_dir, "**")))
-
-
-def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
-    """Write every bad record as sorted JSON lines (replacing an older file), then fail the job
-    if too many rows were bad; else the counts. (Nothing is written when ignoring.)"""
-    good, lines = 0, []
-    for kind, value in grouped[1]:
-        if kind == GOOD:
-            good += value
-        else:
-            lines.append(value)
-    lines.sort()
-    if ignoring:
-        return {"numRecords": good, "badRecords": len(lines)}
-    write_text_atomically(posixpath.join(folder, DEAD_LETTER_FILE), "".join(f"{line}\n" for line in lines))
-    bad, total = len(lines), good + len(lines)
-    if bad and bad / total > max_ratio:
-        raise ValueError(
-            f"{bad} of {total} records could not be converted ({bad / total:.2%} > the allowed "
-            f"{max_ratio:.2%}); nothing was committed. See the reasons in {folder}/"
-        )
-    return {"numRecords": good, "badRecords": bad}
-
-
-def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
-    """Delete `<out>/_SUCCESS` before the commit (readers see the output as incomplete)."""
-    marker = posixpath.join(out, SUCCESS_FILE)
-    if not ignoring and FileSystems.exists(marker):
-        FileSystems.delete([marker])
-    return counts
-
-
-def describe_split(
-    written: dict,
-    split: str,
-    counts: dict,
-    partition_by: tuple[str, ...] = (),
-    output_format: str = "tfrecord",
-) -> dict:
-    """The metadata's `data` entry of the committed split."""
-    info = {
-        "format": output_format,
-        "files": written["files"],
-        "numRecords": written["numRecords"],
-        "badRecords": counts["badRecords"],
-    }
-    if partition_by:  # the files sit in <col>=<value>/ folders; the values are not in the records
-        info["partitionColumns"] = list(partition_by)
-    return {split: info}
-
-
-def write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
-    """Write `<out>/_SUCCESS` last; returns the job's summary dict."""
-    with create_file(posixpath.join(out, SUCCESS_FILE)):
-        pass
-    info = splits[split]
-    return {
-        "output": out,
-        "split": split,
-        "files": [posixpath.join(out, split, name) for name in info["files"]],
-        "numRecords": info["numRecords"],
-        "badRecords": info["badRecords"],
-        "metadata": metadata_path,
-    }

@@ -70,7 +70,13 @@ class ORCFormat(InputFormat):
             stripe_batch = reader.read_stripe(stripe, columns=schema.names)
             batch = conform_batch(stripe_batch, schema, split.path, safe=False)
             for row in range(0, batch.num_rows, batch_rows):
-                part = batch.slice(row, batch_rows)
+                # A copy of its own rows: a slice would keep (and pickle, between pipeline stages)
+                # the buffers of the whole stripe.
+                part = (
+                    batch
+                    if batch.num_rows <= batch_rows
+                    else pa.concat_batches([batch.slice(row, batch_rows)])
+                )
                 yield with_source(part, split.path, stripe_offset(stripe, row), "stripe")
 
 

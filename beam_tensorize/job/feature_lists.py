@@ -1,0 +1,184 @@
+"""Feature-list files of an output folder: which lists a config builds, reading, merging and
+writing them (`featureList/<tensor>`, one entry per line; counts in
+`metadata/featureListCounts/<tensor>.tsv`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.vocab import FeatureList, may_use_feature_list
+
+__all__ = [
+    "COUNTS_FOLDER",
+    "FEATURE_LIST_FOLDER",
+    "feature_list_groups",
+    "merge_feature_lists",
+    "read_feature_lists",
+    "write_feature_lists",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Folder of the feature-list files below the output folder.
+FEATURE_LIST_FOLDER = "featureList"
+
+
+#: Folder of the `count<TAB>entry` files below the output folder.
+COUNTS_FOLDER = "metadata/featureListCounts"
+
+
+def feature_list_groups(
+    config: TensorizeConfig,
+    shared: Sequence[Sequence[str]] = (),
+    external: Iterable[str] = (),
+) -> dict[str, str]:
+    """Tensor name -> the key of the list it is built under (shared groups use one key).
+
+    Tensors with an external list are left out (nothing is built for them).
+
+    Raises:
+        ValueError: a shared group names an unknown tensor, one that is hashed or cannot use a
+            feature list, one with an external list, or a tensor twice.
+    """
+    external = set(external)
+    keys: dict[str, str] = {}
+    for group in shared:
+        group = list(group)
+        for name in group:
+            if name not in config.tensor_names:
+                raise ValueError(
+                    f"tensors sharing feature lists: unknown tensor {name!r}; known: {', '.join(config.tensor_names)}"
+                )
+            tensor = config.tensor(name)
+            if tensor.input.transform_config.hash_info is not None:
+                raise ValueError(
+                    f"tensors sharing feature lists: tensor {name!r} is hashed (hashInfo), so it has no feature list"
+                )
+            if not may_use_feature_list(tensor):
+                raise ValueError(
+                    f"tensors sharing feature lists: tensor {name!r} (dtype {tensor.output.dtype}) cannot use a feature list"
+                )
+            if name in external:
+                raise ValueError(
+                    f"tensors sharing feature lists: tensor {name!r} has an external feature list"
+                )
+            if name in keys:
+                raise ValueError(f"tensors sharing feature lists: tensor {name!r} is in two groups")
+            keys[name] = min(group)
+    for tensor in config.tensors:
+        if tensor.name not in keys and tensor.name not in external and may_use_feature_list(tensor):
+            keys[tensor.name] = tensor.name
+    return keys
+
+
+def _ntv_lists(metadata_dir: str | None) -> set[str]:
+    text = None if metadata_dir is None else read_text(posixpath.join(metadata_dir, METADATA_FILE))
+    if text is None:
+        return set()
+    document = json.loads(text)
+    return {
+        t["name"]
+        for t in document.get("features", []) + document.get("labels", [])
+        if t.get("featureList", {}).get("entries") == "name,term"
+    }
+
+
+def read_feature_lists(
+    directories: Sequence[str],
+    names: Sequence[str],
+    strict: bool = False,
+    required: bool = True,
+    metadata_dir: str | None = None,
+) -> dict[str, FeatureList]:
+    """Read feature lists from folders now (what `LoadFeatureLists` does when the job runs).
+
+    Args:
+        directories: folders to read, later ones winning for the same tensor.
+        names: the tensors of the config.
+        strict: a file named after no tensor is an error (else it is ignored).
+        required: fail if a folder holds no list.
+        metadata_dir: output folder whose metadata tells which lists index NTV records.
+
+    Raises:
+        FileNotFoundError: a required folder holds no list.
+        ValueError: `strict` and a file is named after no tensor.
+
+    Example:
+        >>> import tempfile
+        >>> read_feature_lists([tempfile.mkdtemp()], ["g"], required=False)
+        {}
+    """
+    ntv = _ntv_lists(metadata_dir)
+    lists: dict[str, FeatureList] = {}
+    for directory in directories:
+        matches = FileSystems.match([posixpath.join(directory.rstrip("/"), "*")])[0].metadata_list
+        if not matches and required:
+            raise FileNotFoundError(
+                f"no feature lists in {directory}: run train mode into this output folder first"
+            )
+        for match in sorted(matches, key=lambda m: m.path):
+            name = posixpath.basename(match.path)
+            if name.startswith((".", "_")):
+                continue
+            if name not in names:
+                if strict:
+                    raise ValueError(
+                        f"feature list {match.path} is named after no tensor of the config; tensors: {', '.join(names)}"
+                    )
+                continue
+            with FileSystems.open(match.path) as f:
+                lists[name] = FeatureList.from_text(f.read().decode("utf-8"), ntv=name in ntv)
+    return lists
+
+
+def merge_feature_lists(
+    own: Mapping[str, FeatureList],
+    external: Mapping[str, FeatureList],
+    config: TensorizeConfig,
+    shared: Sequence[Sequence[str]] = (),
+) -> dict[str, FeatureList]:
+    """Built (or loaded) lists overridden by external ones, checked against the config.
+
+    Raises:
+        ValueError: an external list belongs to a hashed tensor, one that cannot use a list,
+            or one in a shared group.
+    """
+    in_groups = {name for group in shared for name in group}
+    for name in external:
+        tensor = config.tensor(name)
+        if tensor.input.transform_config.hash_info is not None or not may_use_feature_list(tensor):
+            raise ValueError(
+                f"external feature list for tensor {name!r}, which uses no feature list (hashed or dtype {tensor.output.dtype})"
+            )
+        if name in in_groups:
+            raise ValueError(
+                f"tensor {name!r} has an external feature list and is in a group sharing feature lists"
+            )
+    merged = dict(own)
+    for name, feature_list in external.items():
+        ntv = own[name].ntv if name in own else feature_list.ntv
+        merged[name] = FeatureList(feature_list.entries, None, ntv)
+    return merged
+
+
+def write_feature_lists(lists: Mapping[str, FeatureList], output_dir: str) -> dict[str, str]:
+    """Write `featureList/<tensor>` and `metadata/featureListCounts/<tensor>.tsv`, each under a
+    temporary name then renamed into place. Returns tensor name -> relative list path."""
+    paths = {}
+    for name, feature_list in sorted(lists.items()):
+        relative = posixpath.join(FEATURE_LIST_FOLDER, name)
+        write_text_atomically(posixpath.join(output_dir, relative), feature_list.to_text())
+        if feature_list.counts is not None:
+            write_text_atomically(
+                posixpath.join(output_dir, COUNTS_FOLDER, f"{name}.tsv"), feature_list.counts_text()
+            )
+        paths[name] = relative
+    return paths

@@ -1,0 +1,155 @@
+"""The finishing steps of a tensorize job, in the order both runtimes run them: dead letters and
+the bad-record check, removing `_SUCCESS` before the commit, the split's metadata entry, and
+`_SUCCESS` written last; plus the checks of settings they share.
+
+The Beam `Tensorize` runs them as `beam.Map` steps, `tensorize_spark` on its driver, so both
+give the same files.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import posixpath
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.job.commit import SUCCESS_FILE
+from beam_tensorize.job.files import create_file, list_files, write_text_atomically
+from beam_tensorize.kernels.features import layout_for_column, layout_of
+
+__all__ = [
+    "BAD",
+    "DEAD_LETTER_FILE",
+    "DEAD_LETTER_FOLDER",
+    "EXECUTION_MODES",
+    "GOOD",
+    "SPLIT_FOLDERS",
+    "check_bad_records",
+    "check_partition_columns",
+    "dead_letter_json",
+    "describe_split",
+    "extra_layouts",
+    "first_layouts",
+    "ignoring_existing",
+    "remove_success_marker",
+    "write_success",
+]
+
+#: Execution mode -> folder the records go to.
+SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
+EXECUTION_MODES = tuple(SPLIT_FOLDERS)
+DEAD_LETTER_FOLDER = "deadLetters"
+DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
+GOOD, BAD = "good", "bad"
+
+
+def extra_layouts(batch, names: tuple[str, ...]) -> tuple:
+    """How the extra columns of a batch are stored (`layout_for_column` of each)."""
+    return tuple(layout_for_column(n, batch.schema.field(n).type) for n in names)
+
+
+def first_layouts(candidates) -> tuple:
+    """The extra columns' layouts, the same on every runner whatever batch came first."""
+    found = [c for c in candidates if c]
+    return min(found, key=repr) if found else ()
+
+
+def check_partition_columns(config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...]) -> None:
+    """Partition columns must be scalar tensors or extra columns (checked when built)."""
+    tensors = {t.name: t for t in config.tensors}
+    for name in names:
+        if name in tensors:
+            layout = layout_of(tensors[name])
+            if layout.kind != "fixed_len" or layout.shape != ():
+                raise ValueError(
+                    f"partition_by: tensor {name!r} is not a scalar (shape {list(layout.shape)}, "
+                    f"{layout.kind}); only one value per record can name a folder"
+                )
+        elif name not in extra:
+            raise ValueError(
+                f"partition_by: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError(f"partition_by: {list(names)} names a column twice")
+
+
+def ignoring_existing(split_dir: str, save_mode: str) -> bool:
+    """Save mode `ignore` and the split folder holds files: the job writes nothing."""
+    return save_mode == "ignore" and bool(list_files(posixpath.join(split_dir, "**")))
+
+
+def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
+    """Write every bad record as sorted JSON lines (replacing an older file), then fail the job
+    if too many rows were bad; else the counts. (Nothing is written when ignoring.)"""
+    good, lines = 0, []
+    for kind, value in grouped[1]:
+        if kind == GOOD:
+            good += value
+        else:
+            lines.append(value)
+    lines.sort()
+    if ignoring:
+        return {"numRecords": good, "badRecords": len(lines)}
+    write_text_atomically(posixpath.join(folder, DEAD_LETTER_FILE), "".join(f"{line}\n" for line in lines))
+    bad, total = len(lines), good + len(lines)
+    if bad and bad / total > max_ratio:
+        raise ValueError(
+            f"{bad} of {total} records could not be converted ({bad / total:.2%} > the allowed "
+            f"{max_ratio:.2%}); nothing was committed. See the reasons in {folder}/"
+        )
+    return {"numRecords": good, "badRecords": bad}
+
+
+def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
+    """Delete `<out>/_SUCCESS` before the commit (readers see the output as incomplete)."""
+    marker = posixpath.join(out, SUCCESS_FILE)
+    if not ignoring and FileSystems.exists(marker):
+        FileSystems.delete([marker])
+    return counts
+
+
+def describe_split(
+    written: dict,
+    split: str,
+    counts: dict,
+    partition_by: tuple[str, ...] = (),
+    output_format: str = "tfrecord",
+) -> dict:
+    """The metadata's `data` entry of the committed split."""
+    info = {
+        "format": output_format,
+        "files": written["files"],
+        "numRecords": written["numRecords"],
+        "badRecords": counts["badRecords"],
+    }
+    if partition_by:  # the files sit in <col>=<value>/ folders; the values are not in the records
+        info["partitionColumns"] = list(partition_by)
+    return {split: info}
+
+
+def write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
+    """Write `<out>/_SUCCESS` last; returns the job's summary dict."""
+    with create_file(posixpath.join(out, SUCCESS_FILE)):
+        pass
+    info = splits[split]
+    return {
+        "output": out,
+        "split": split,
+        "files": [posixpath.join(out, split, name) for name in info["files"]],
+        "numRecords": info["numRecords"],
+        "badRecords": info["badRecords"],
+        "metadata": metadata_path,
+    }
+
+
+def dead_letter_json(record: dict) -> str:
+    """One dead-letter record as a JSON line (bytes as base64, other odd values as text)."""
+    return json.dumps(record, sort_keys=True, default=_json_default, allow_nan=True)
+
+
+def _json_default(value):
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(bytes(value)).decode()}
+    return str(value)

@@ -1,0 +1,74 @@
+"""The metadata document of an output folder (`metadata/tensor_metadata.json`): read and write."""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from collections.abc import Mapping, Sequence
+
+from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
+from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.kernels.features import FeatureLayout
+from beam_tensorize.kernels.metadata import METADATA_FILE, build_metadata, metadata_json
+from beam_tensorize.kernels.vocab import FeatureList
+
+__all__ = ["read_metadata", "write_metadata"]
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def read_metadata(output_dir: str) -> dict | None:
+    """The metadata document of an output folder, or None if it has none."""
+    text = read_text(posixpath.join(output_dir.rstrip("/"), METADATA_FILE))
+    return None if text is None else json.loads(text)
+
+
+def write_metadata(
+    splits: Mapping[str, Mapping],
+    config: TensorizeConfig,
+    output_dir: str,
+    compression: str = "none",
+    write_lists: bool = False,
+    lists: Mapping[str, FeatureList] | None = None,
+    extra: Sequence[FeatureLayout] = (),
+) -> str:
+    """Write the metadata document (and, if asked, the feature lists) now; returns its path.
+
+    What `EmitMetadata` does when the job runs: entries of other splits in an existing
+    document are kept; every file is written under a temporary name and renamed into place.
+
+    Args:
+        splits: `{split folder: {"files": [...], "numRecords": n, ...}}` of the committed data.
+        config: the parsed config.
+        output_dir: the output folder.
+        compression: "none" or "gzip", as written.
+        write_lists: also write `featureList/<tensor>` (train mode).
+        lists: the feature lists used, by tensor name.
+        extra: how the extra input columns were stored.
+
+    Example:
+        >>> import tempfile
+        >>> from beam_tensorize.config import load_config
+        >>> from beam_tensorize.sample import SAMPLE_CONFIG
+        >>> path = write_metadata({"trainingData": {"files": [], "numRecords": 0}},
+        ...                       load_config(SAMPLE_CONFIG), tempfile.mkdtemp())
+        >>> path.endswith("metadata/tensor_metadata.json")
+        True
+    """
+    lists = dict(lists or {})
+    if write_lists:
+        paths = write_feature_lists(lists, output_dir)
+    else:
+        paths = {name: posixpath.join(FEATURE_LIST_FOLDER, name) for name in lists}
+    data = dict(splits)
+    previous = read_metadata(output_dir)
+    if previous:
+        for name, info in previous.get("data", {}).items():
+            data.setdefault(name, info)
+    document = build_metadata(config, data, lists, paths, compression=compression, extra_columns=extra)
+    path = posixpath.join(output_dir, METADATA_FILE)
+    write_text_atomically(path, metadata_json(document))
+    _LOGGER.info("Wrote %s", path)
+    return path

@@ -1,0 +1,172 @@
+"""`TensorizeSpec`: every setting of a tensorize job in one frozen object, validated once.
+
+The CLI builds one from its flags, the Beam `Tensorize` transform and `tensorize_spark` take one
+(or build one from their keyword arguments), so all three accept exactly the same settings with
+the same messages. Validation needs no I/O: a spec can be built far from the data (a flex
+template launcher).
+
+Example:
+    >>> from beam_tensorize.config import load_config
+    >>> from beam_tensorize.sample import SAMPLE_CONFIG
+    >>> spec = TensorizeSpec(load_config(SAMPLE_CONFIG), "out", output_format="parquet")
+    >>> spec.compression, spec.split, spec.split_dir
+    ('snappy', 'trainingData', 'out/trainingData')
+    >>> TensorizeSpec(load_config(SAMPLE_CONFIG), "out", num_shards=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_shards must be a positive integer, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+
+from beam_tensorize.config import load_config
+from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, check_file_format
+from beam_tensorize.job.feature_lists import feature_list_groups
+from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
+from beam_tensorize.kernels import formats
+from beam_tensorize.kernels.extract import input_columns
+
+__all__ = ["TensorizeSpec"]
+
+
+def _positive(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _names(name: str, value) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError(f"{name} must be a list of names, not the string {value!r}")
+    names = tuple(value)
+    if not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"{name} must hold non-empty names, got {list(names)!r}")
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorizeSpec:
+    """The settings of one tensorize job (see `beam_tensorize.transforms.Tensorize`).
+
+    Attributes:
+        config: the parsed config (a path is loaded).
+        output: the output folder (local, gs://, s3://, ...).
+        inputs: input files or globs (readers only; `Tensorize` gets batches).
+        input_format: "auto", "avro", "parquet", "orc" or "tfrecord".
+        execution_mode: "train", "validation" or "test".
+        output_format: "tfrecord" or "parquet".
+        num_shards: data files per folder.
+        compression: the data files' compression (None: the format's default, "none" for
+            TFRecord, "snappy" for Parquet).
+        save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore".
+        max_bad_records_ratio: fail, committing nothing, past this share of bad rows.
+        shared_feature_lists: groups of tensors sharing one feature list.
+        external_feature_lists: a folder of ready feature lists.
+        filter_zeros: drop zeros from name-term-value sparse vectors.
+        extra_columns: input columns written as they are.
+        partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
+        batch_rows: rows per batch read.
+        split_bytes: about how many bytes one input split reads.
+
+    Raises:
+        ValueError / TypeError: a setting is invalid; the message names it.
+    """
+
+    config: TensorizeConfig
+    output: str
+    inputs: tuple[str, ...] = ()
+    input_format: str = formats.AUTO
+    execution_mode: str = "train"
+    output_format: str = "tfrecord"
+    num_shards: int = 1
+    compression: str | None = None
+    save_mode: str = "error"
+    max_bad_records_ratio: float = 0.0
+    shared_feature_lists: tuple[tuple[str, ...], ...] = ()
+    external_feature_lists: str | None = None
+    filter_zeros: bool = False
+    extra_columns: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+    batch_rows: int = formats.DEFAULT_BATCH_ROWS
+    split_bytes: int = formats.DEFAULT_SPLIT_BYTES
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        config = self.config
+        if isinstance(config, (str, os.PathLike)):
+            config = load_config(os.fspath(config))
+        if not isinstance(config, TensorizeConfig):
+            raise TypeError(
+                f"config must be a TensorizeConfig or a config file path, got {type(config).__name__}"
+            )
+        set_(self, "config", config)
+        if not isinstance(self.output, str) or not self.output.strip():
+            raise TypeError(f"output must be a non-empty folder path, got {self.output!r}")
+        set_(self, "output", self.output.rstrip("/") or "/")
+        inputs = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs)
+        if not all(isinstance(p, str) and p.strip() for p in inputs):
+            raise ValueError(f"inputs must be non-empty file patterns, got {list(inputs)!r}")
+        set_(self, "inputs", inputs)
+        if self.input_format != formats.AUTO:
+            formats.get_format(self.input_format)
+        if self.execution_mode not in SPLIT_FOLDERS:
+            raise ValueError(
+                f"execution_mode {self.execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}"
+            )
+        _positive("num_shards", self.num_shards)
+        if self.output_format not in FILE_FORMATS:
+            raise ValueError(f"output_format {self.output_format!r} is not one of {', '.join(FILE_FORMATS)}")
+        if self.compression is None:
+            set_(self, "compression", FILE_FORMATS[self.output_format][0])
+        check_file_format(self.output_format, self.compression, "compression")
+        if self.save_mode not in SAVE_MODES:
+            raise ValueError(f"save_mode {self.save_mode!r} is not one of {', '.join(SAVE_MODES)}")
+        ratio = self.max_bad_records_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"max_bad_records_ratio must be between 0 and 1, got {ratio!r}")
+        groups = tuple(_names("shared_feature_lists group", g) for g in self.shared_feature_lists)
+        set_(self, "shared_feature_lists", groups)
+        feature_list_groups(config, groups)
+        set_(self, "extra_columns", _names("extra_columns", self.extra_columns))
+        clash = set(self.extra_columns) & set(config.tensor_names)
+        if clash:
+            raise ValueError(f"extra columns {sorted(clash)} have the names of tensors")
+        set_(self, "partition_by", _names("partition_by", self.partition_by))
+        check_partition_columns(config, self.partition_by, self.extra_columns)
+        _positive("batch_rows", self.batch_rows)
+        _positive("split_bytes", self.split_bytes)
+
+    @property
+    def split(self) -> str:
+        """The split folder's name (`trainingData`, `validationData` or `testData`)."""
+        return SPLIT_FOLDERS[self.execution_mode]
+
+    @property
+    def split_dir(self) -> str:
+        return posixpath.join(self.output, self.split)
+
+    @property
+    def input_columns(self) -> list[str]:
+        """The input columns the job reads (tensors' inputs and extra columns)."""
+        return input_columns(self.config.tensors, self.extra_columns)
+
+    def replace(self, **changes) -> TensorizeSpec:
+        """A copy with some settings changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def of(
+        cls, config: TensorizeConfig | TensorizeSpec | str, output: str | None = None, **settings
+    ) -> TensorizeSpec:
+        """`config` itself when it is a spec (then nothing else may be given), else a new spec."""
+        if isinstance(config, TensorizeSpec):
+            if output is not None or settings:
+                raise TypeError("give either a TensorizeSpec or a config with settings, not both")
+            return config
+        if output is None:
+            raise TypeError("output is required with a config (or give a TensorizeSpec)")
+        return cls(config, output, **settings)
