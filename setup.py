@@ -55,11 +55,11 @@ setup(
         ]
     },
     # Optional native Avro decoder: without a C compiler the package still installs and reads
-    # Avro with fastavro (see beam_tensorize/kernels/avro_native.py).
+    # Avro with fastavro (see beam_tensorize/kernels/avro/native.py).
     ext_modules=[
         Extension(
-            "beam_tensorize.kernels._avrodecode",
-            ["beam_tensorize/kernels/_avrodecode.c"],
+            "beam_tensorize.kernels.avro._avrodecode",
+            ["beam_tensorize/kernels/avro/_avrodecode.c"],
             optional=True,
         )
     ],

@@ -20,12 +20,13 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from beam_tensorize.kernels import avro
 from beam_tensorize.kernels.avro import (
     AvroFormatError,
     AvroHeader,
     RawBlock,
     avro_schema_to_arrow,
+    container,
+    decode,
     decode_block,
     iter_blocks,
     project_arrow_schema,
@@ -799,12 +800,12 @@ def test_zstandard_frames_without_content_size(tmp_path):
 def projection_mode(request, monkeypatch):
     """Runs a test with fastavro skipping left-out fields, and with the decode-all fallback."""
     if request.param == "decode-all":
-        monkeypatch.setattr(avro, "_projection_reader_works", lambda: False)
+        monkeypatch.setattr(decode, "projection_reader_works", lambda: False)
     else:
-        assert avro._projection_reader_works()
-    avro._plan.cache_clear()
+        assert decode.projection_reader_works()
+    decode.decoding_plan.cache_clear()
     yield request.param
-    avro._plan.cache_clear()
+    decode.decoding_plan.cache_clear()
 
 
 def test_projection_and_unknown_column(tmp_path, projection_mode):
@@ -888,7 +889,7 @@ def test_decode_block_casts_to_a_wider_requested_type(tmp_path):
 
 @pytest.fixture(params=[7, 1 << 20], ids=["tiny-chunks", "1MiB-chunks"])
 def chunk(request, monkeypatch):
-    monkeypatch.setattr(avro, "_CHUNK", request.param)
+    monkeypatch.setattr(container, "_CHUNK", request.param)
     return request.param
 
 

@@ -24,17 +24,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beam_tensorize.kernels import avro, avro_native
 from beam_tensorize.kernels.avro import (
     DECODER_ENV,
     AvroFormatError,
     RawBlock,
     avro_schema_to_arrow,
+    decode,
     decode_block,
     iter_blocks,
     project_arrow_schema,
     read_header,
 )
+from beam_tensorize.kernels.avro import native as avro_native
 from beam_tensorize.sample import SAMPLE_AVRO
 from tests import test_kernels_avro as avro_tests
 
@@ -78,7 +79,7 @@ def _assert_same(native, reference):
 
 
 def _plan_for(header, arrow_schema):
-    return avro._plan(avro._schema_key(header), arrow_schema)
+    return decode.decoding_plan(decode.schema_key(header), arrow_schema)
 
 
 def _compare_file(path, monkeypatch, columns=None, expect_native=True) -> int:
@@ -114,7 +115,7 @@ def rec(name, *fields):
 @pytest.fixture
 def cross_check(monkeypatch):
     """Makes every `_Plan.decode` call decode both ways and compare; counts native decodes."""
-    original = avro._Plan.decode
+    original = decode.Plan.decode
     calls = {"native": 0, "fastavro-only": 0}
 
     def checked(self, data, block, path, arrow_schema):
@@ -139,7 +140,7 @@ def cross_check(monkeypatch):
         return reference
 
     monkeypatch.delenv(DECODER_ENV, raising=False)
-    monkeypatch.setattr(avro._Plan, "decode", checked)
+    monkeypatch.setattr(decode.Plan, "decode", checked)
     return calls
 
 

@@ -38,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tensorize.kernels.arrow_types import is_list_type
+
 __all__ = ["encode_examples", "encode_features", "feature_key_order", "length_delimited"]
 
 _LOGGER = logging.getLogger(__name__)
@@ -192,16 +194,6 @@ class _Column:
         self.values = values  # np.int64 / np.float32 ('<f4') array, or pa.LargeBinaryArray
 
 
-def _is_list_like(typ: pa.DataType) -> bool:
-    return (
-        pa.types.is_list(typ)
-        or pa.types.is_large_list(typ)
-        or pa.types.is_fixed_size_list(typ)
-        or pa.types.is_list_view(typ)
-        or pa.types.is_large_list_view(typ)
-    )
-
-
 def _is_binary_like(typ: pa.DataType) -> bool:
     return (
         pa.types.is_binary(typ)
@@ -227,7 +219,7 @@ def _normalise(name: str, array: pa.Array) -> _Column:
     if pa.types.is_binary_view(typ) or pa.types.is_string_view(typ):
         array = array.cast(pa.large_binary())
         typ = array.type
-    if _is_list_like(typ):
+    if is_list_type(typ, views=True):
         counts = pc.fill_null(pc.list_value_length(array), 0).to_numpy().astype(np.int64, copy=False)
         values = _decode_dictionary(array.flatten())
         if values.null_count:
@@ -254,7 +246,7 @@ def _normalise(name: str, array: pa.Array) -> _Column:
         return _Column(name, "float", counts, flat)
     if _is_binary_like(vtype):
         return _Column(name, "bytes", counts, values.cast(pa.large_binary()))
-    if _is_list_like(vtype):
+    if is_list_type(vtype, views=True):
         raise TypeError(f"column {name!r}: nested lists ({typ}) cannot be written as a tf.train.Feature")
     raise TypeError(
         f"column {name!r}: unsupported type {typ}; expected integers, bool, floats, "

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.expr import BinaryOp, Cast, Expr, Index, Literal, Path
+from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths, list_offsets
 
 __all__ = [
     "ExpressionEvalError",
@@ -69,37 +70,11 @@ def evaluate(expr: Expr, batch: pa.RecordBatch) -> pa.Array:
 # --- list helpers ---------------------------------------------------------------------------
 
 
-def list_offsets(arr: pa.Array) -> np.ndarray:
-    """Offsets of a (large) list array rebased to start at 0, as int64 numpy."""
-    offsets = np.asarray(arr.offsets, dtype=np.int64)
-    return offsets - offsets[0] if len(offsets) else offsets
-
-
-def list_lengths(arr: pa.Array) -> np.ndarray:
-    """Entries per row of a (large) list array that `flatten()` yields: 0 for a null row."""
-    lengths = np.diff(list_offsets(arr))
-    if arr.null_count:
-        lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), lengths, 0)
-    return lengths
-
-
 def rewrap_list(template: pa.Array, values: pa.Array) -> pa.Array:
     """A list array with `template`'s row structure and nulls around new `values`."""
     offsets = pa.array(list_offsets(template), pa.int64())
     mask = template.is_null() if template.null_count else None
     return pa.LargeListArray.from_arrays(offsets, values, mask=mask)
-
-
-def is_list_type(t: pa.DataType) -> bool:
-    """A list, large list or fixed-size list type."""
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-
-
-def as_large_list(arr: pa.Array) -> pa.Array:
-    """A (fixed-size or not) list array as a `large_list` array."""
-    if pa.types.is_large_list(arr.type):
-        return arr
-    return arr.cast(pa.large_list(arr.type.value_type))
 
 
 def _as_var_list(arr: pa.Array) -> pa.Array:

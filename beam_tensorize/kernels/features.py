@@ -34,7 +34,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.expressions import as_large_list, cast_like_spark, list_lengths, list_offsets
+from beam_tensorize.kernels.arrow_types import (
+    as_large_list,
+    leaf_type,
+    list_depth,
+    list_lengths,
+    list_offsets,
+)
+from beam_tensorize.kernels.expressions import cast_like_spark
 
 __all__ = [
     "DENSE_VECTOR_KEY",
@@ -154,7 +161,7 @@ def layout_for_column(name: str, column_type: pa.DataType) -> FeatureLayout:
     Raises:
         FeatureDataError: the type (record, map, ...) has no Example form.
     """
-    depth, leaf = _depth(column_type), _leaf_type(column_type)
+    depth, leaf = list_depth(column_type), leaf_type(column_type)
     if pa.types.is_boolean(leaf):
         dtype = "boolean"
     elif pa.types.is_integer(leaf):
@@ -228,22 +235,8 @@ def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) 
     return ConversionResult(features, bad_rows, [problems.reason_of[i] for i in bad_rows])
 
 
-def _depth(t: pa.DataType) -> int:
-    depth = 0
-    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        t = t.value_type
-        depth += 1
-    return depth
-
-
-def _leaf_type(t: pa.DataType) -> pa.DataType:
-    while _depth(t):
-        t = t.value_type
-    return t
-
-
 def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
-    rank, depth = len(layout.shape), _depth(column.type)
+    rank, depth = len(layout.shape), list_depth(column.type)
     if depth > rank or (depth < rank and not (depth == 0 and rank == 1)):
         raise FeatureDataError(
             f"tensor {layout.name!r}: shape {list(layout.shape)} needs {rank} list level(s) but "
@@ -407,7 +400,7 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
         )
     indices = pc.struct_field(column, ["indices"])
     values = pc.struct_field(column, ["values"])
-    if _depth(indices.type) != 1 or _depth(values.type) != 1:
+    if list_depth(indices.type) != 1 or list_depth(values.type) != 1:
         raise FeatureDataError(f"tensor {layout.name!r}: 'indices' and 'values' must be flat lists")
     indices, values = as_large_list(indices), as_large_list(values)
     idx_len = list_lengths(indices)

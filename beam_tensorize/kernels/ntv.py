@@ -23,11 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import ALL_NAMES, NtvSelection
-from beam_tensorize.kernels.expressions import (
-    ExpressionEvalError,
-    cast_like_spark,
-    list_lengths,
-)
+from beam_tensorize.kernels.arrow_types import list_lengths
+from beam_tensorize.kernels.expressions import ExpressionEvalError, cast_like_spark
 
 __all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_triples", "select_ntv"]
 

@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tensorize.kernels.arrow_types import is_list_type
 from beam_tensorize.kernels.example_encoder import (
     encode_examples,
     encode_features,
     feature_key_order,
     length_delimited,
 )
-from beam_tensorize.kernels.expressions import is_list_type
 
 __all__ = ["encode_sequence_examples", "is_feature_list_type"]
 

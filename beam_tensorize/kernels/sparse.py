@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from beam_tensorize.config.model import COMBINERS
-from beam_tensorize.kernels.expressions import list_lengths
+from beam_tensorize.kernels.arrow_types import list_lengths
 
 __all__ = ["COMBINERS", "combine_sparse", "drop_zeros", "sparse_to_dense"]
 

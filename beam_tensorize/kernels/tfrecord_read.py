@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 
+from beam_tensorize.kernels.arrow_types import is_list_type, leaf_type, list_depth, list_lengths
 from beam_tensorize.kernels.example_encoder import length_delimited
-from beam_tensorize.kernels.expressions import is_list_type, list_lengths
 
 __all__ = [
     "BYTE_ARRAY_COLUMN",
@@ -234,19 +234,12 @@ def widened_type(typ: pa.DataType) -> pa.DataType:
 
 
 def _kind_of_type(typ: pa.DataType) -> str:
-    typ = _leaf(typ)
+    typ = leaf_type(typ)
     if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
         return "int64"
     if pa.types.is_floating(typ):
         return "float"
     return "bytes"
-
-
-def _depth(typ: pa.DataType) -> int:
-    depth = 0
-    while is_list_type(typ):
-        depth, typ = depth + 1, typ.value_type
-    return depth
 
 
 def _null_row_count(array: pa.Array) -> int:
@@ -307,7 +300,7 @@ def conform(
             columns.append(pa.nulls(n, target))
             continue
         column = raw.column(field.name)
-        have_kind = _KINDS.get(_leaf(column.type))
+        have_kind = _KINDS.get(leaf_type(column.type))
         want_kind = _kind_of_type(target)
         first = first_index + int(np.argmax(np.asarray(column.is_valid(), dtype=bool)))
         if have_kind is None:  # no values in any record: only empty lists, any kind fits
@@ -316,20 +309,14 @@ def conform(
         if have_kind != want_kind:
             problem = f"feature {field.name!r} holds {have_kind} values; the schema says {target}"
             raise RecordError(where, first, problem)
-        have_depth, want_depth = _depth(column.type), max(_depth(target), 1)
+        have_depth, want_depth = list_depth(column.type), max(list_depth(target), 1)
         if have_depth != want_depth:
             what = "a feature list" if have_depth == 2 else "a feature"
             raise RecordError(where, first, f"feature {field.name!r} is {what}; the schema says {target}")
-        if _depth(target) == 0:
+        if list_depth(target) == 0:
             column = _scalar_from_lists(field.name, column, where, first_index)
         columns.append(_cast_values(field.name, column, target, where, first))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def _leaf(typ: pa.DataType) -> pa.DataType:
-    while is_list_type(typ):
-        typ = typ.value_type
-    return typ
 
 
 def decode_records(
@@ -480,8 +467,8 @@ class SchemaInference:
             summary = FeatureSummary(name)
             summary.records = len(column) - _null_row_count(column)
             if not pa.types.is_null(column.type):
-                summary.kinds.add(_KINDS[_leaf(column.type)])
-                if _depth(column.type) == 2:
+                summary.kinds.add(_KINDS[leaf_type(column.type)])
+                if list_depth(column.type) == 2:
                     summary.feature_list = True
                     steps = column.flatten()
                     summary.max_values = int(list_lengths(steps).max()) if len(steps) else 0

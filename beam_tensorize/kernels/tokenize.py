@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.expressions import list_lengths, list_offsets
+from beam_tensorize.kernels.arrow_types import list_lengths, list_offsets
 
 __all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
 

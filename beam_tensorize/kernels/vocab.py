@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.kernels.arrow_types import list_offsets
 from beam_tensorize.kernels.columns import replace_tensor_columns
-from beam_tensorize.kernels.expressions import list_offsets
 from beam_tensorize.kernels.features import DENSE_VECTOR_KEY
 from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
 from beam_tensorize.kernels.sparse import combine_sparse, drop_zeros, sparse_to_dense

@@ -32,7 +32,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from beam_tensorize.kernels import avro as _avro
+from beam_tensorize.kernels.avro import schema as _avro_schema
+from beam_tensorize.kernels.avro import types as _avro_types
 
 __all__ = ["NativeDecoder", "TooDeep", "available", "build"]
 
@@ -63,7 +64,7 @@ _B_NULL, _B_BOOL, _B_FIXED, _B_VAR, _B_STRUCT, _B_LIST = range(6)
 @functools.lru_cache(maxsize=1)
 def _extension() -> Any:
     try:
-        module = importlib.import_module("beam_tensorize.kernels._avrodecode")
+        module = importlib.import_module("beam_tensorize.kernels.avro._avrodecode")
     except ImportError as e:
         _LOGGER.info("native Avro decoder not built (%s); using fastavro", e)
         return None
@@ -159,10 +160,10 @@ class _Compiler:
         """A node decoding `node` into `out` (whose type is the Typer's type of `node`, maybe pruned)."""
         t = out.type
         builder = out.builder
-        if isinstance(node, _avro._Union):
+        if isinstance(node, _avro_schema.AvroUnion):
             return self._union(node, out)
-        if isinstance(node, _avro._Primitive):
-            typed = _avro._primitive_type(node.kind, node.props)
+        if isinstance(node, _avro_schema.AvroPrimitive):
+            typed = _avro_types.primitive_type(node.kind, node.props)
             if typed.convert is not None or typed.final != t:
                 raise _Unsupported(f"{node.kind} {node.props} as {t}")
             kind = node.kind
@@ -179,24 +180,24 @@ class _Compiler:
             if kind == "bytes":
                 return self._node(_OP_BYTES, builder, True, [])
             return self._node(_OP_STRING, builder, True, [])
-        if isinstance(node, _avro._Enum):
+        if isinstance(node, _avro_schema.AvroEnum):
             if t != pa.string():
                 raise _Unsupported(f"enum as {t}")
             return self._node(_OP_ENUM, builder, True, self._symbols(node.symbols))
-        if isinstance(node, _avro._Fixed):
-            typed = _avro._fixed_type(node)
+        if isinstance(node, _avro_schema.AvroFixed):
+            typed = _avro_types.fixed_type(node)
             if typed.convert is not None or t != pa.binary(node.size):
                 raise _Unsupported(f"fixed {node.props} as {t}")
             return self._node(_OP_FIXED, builder, node.size > 0, [node.size])
-        if isinstance(node, _avro._Record):
+        if isinstance(node, _avro_schema.AvroRecord):
             if not pa.types.is_struct(t):
                 raise _Unsupported(f"record as {t}")
             return self._record(node, out)
-        if isinstance(node, _avro._Array):
+        if isinstance(node, _avro_schema.AvroArray):
             if not pa.types.is_list(t):
                 raise _Unsupported(f"array as {t}")
             return self._node(_OP_ARRAY, builder, True, [self.value(node.items, out.children[0])])
-        if isinstance(node, _avro._Map):
+        if isinstance(node, _avro_schema.AvroMap):
             if not pa.types.is_map(t) or t.key_type != pa.string():
                 raise _Unsupported(f"map as {t}")
             entries = out.children[0]
@@ -222,18 +223,18 @@ class _Compiler:
     def _union(self, node: Any, out: _Out) -> int:
         t = out.type
         builder = out.builder
-        others = [b for b in node.branches if not _avro._is_null(b)]
+        others = [b for b in node.branches if not _avro_schema.is_null(b)]
         has_null = len(others) < len(node.branches)
         branches: list[int] = []
         if has_null and not pa.types.is_null(t) and not self.builders[builder][1]:
             raise _Unsupported("a union with null into a non-nullable builder")
-        widened = _avro._widened(node)
+        widened = _avro_schema.widened_kind(node)
         if len(others) > 1 and widened is None:  # a struct of member<i> fields
             if not pa.types.is_struct(t) or t.num_fields != len(others):
                 raise _Unsupported(f"member union as {t}")
             index = 0
             for b in node.branches:
-                if _avro._is_null(b):
+                if _avro_schema.is_null(b):
                     branches += [-1, 0]
                 else:
                     branches += [self.value(b, out.children[index]), index]
@@ -241,10 +242,10 @@ class _Compiler:
             return self._node(_OP_UNION, builder, True, [1, len(node.branches), *branches])
         if not others and not pa.types.is_null(t):
             raise _Unsupported(f"null union as {t}")
-        if widened is not None and t != _avro._ARROW_PRIMITIVES[widened]:
+        if widened is not None and t != _avro_types.ARROW_PRIMITIVES[widened]:
             raise _Unsupported(f"widened union as {t}")
         for b in node.branches:
-            if _avro._is_null(b):
+            if _avro_schema.is_null(b):
                 branches += [-1, 0]
             elif widened == "long":
                 branches += [self._node(_OP_INT, builder, True, [8]), 0]
@@ -257,9 +258,9 @@ class _Compiler:
 
     def skip(self, node: Any) -> int:
         """A node reading past a value of `node`, building nothing."""
-        if isinstance(node, _avro._Named) and node.fullname in self._skips:
+        if isinstance(node, _avro_schema.AvroNamed) and node.fullname in self._skips:
             return self._skips[node.fullname]
-        if isinstance(node, _avro._Primitive):
+        if isinstance(node, _avro_schema.AvroPrimitive):
             op, params = {
                 "null": (_OP_NULL, []),
                 "boolean": (_OP_BOOL, []),
@@ -271,11 +272,11 @@ class _Compiler:
                 "string": (_OP_BYTES, []),
             }[node.kind]
             return self._node(op, -1, node.kind != "null", params)
-        if isinstance(node, _avro._Enum):
+        if isinstance(node, _avro_schema.AvroEnum):
             index = self._node(_OP_ENUM, -1, True, [len(node.symbols)] + [0] * (len(node.symbols) + 1))
-        elif isinstance(node, _avro._Fixed):
+        elif isinstance(node, _avro_schema.AvroFixed):
             index = self._node(_OP_FIXED, -1, node.size > 0, [node.size])
-        elif isinstance(node, _avro._Record):
+        elif isinstance(node, _avro_schema.AvroRecord):
             # Defined before its fields, so a recursive reference finds it (and counts as
             # possibly empty, which only makes a size check more lenient).
             index = self._node(_OP_RECORD, -1, False, [])
@@ -284,14 +285,14 @@ class _Compiler:
             self.nodes[index][2] = any(self.nodes[c][2] for c in children)
             self.nodes[index][3] = [len(children), *children]
             return index
-        elif isinstance(node, _avro._Array):
+        elif isinstance(node, _avro_schema.AvroArray):
             return self._node(_OP_ARRAY, -1, True, [self.skip(node.items)])
-        elif isinstance(node, _avro._Map):
+        elif isinstance(node, _avro_schema.AvroMap):
             return self._node(_OP_MAP, -1, True, [0, 0, self.skip(node.values)])
-        elif isinstance(node, _avro._Union):
+        elif isinstance(node, _avro_schema.AvroUnion):
             branches: list[int] = []
             for b in node.branches:
-                branches += [-1 if _avro._is_null(b) else self.skip(b), 0]
+                branches += [-1 if _avro_schema.is_null(b) else self.skip(b), 0]
             return self._node(_OP_UNION, -1, True, [0, len(node.branches), *branches])
         else:
             raise _Unsupported(f"schema node {node!r}")
@@ -377,7 +378,7 @@ def build(record: Any, arrow_schema: pa.Schema) -> NativeDecoder | None:
 
     Args:
         record: the writer schema, parsed (``avro._parse``).
-        arrow_schema: top-level fields of `record`, of the types :class:`avro._Typer` gives them
+        arrow_schema: top-level fields of `record`, of the types :class:`avro.Typer` gives them
             or projections of those (nested fields left out).
 
     Returns:

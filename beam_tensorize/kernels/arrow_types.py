@@ -1,0 +1,174 @@
+"""Arrow type helpers every kernel shares: list types, depth and leaf, offsets and lengths of
+list arrays, and column projection (`project_arrow_schema`, `resolve_column`).
+
+Example:
+    >>> t = pa.list_(pa.large_list(pa.string()))
+    >>> is_list_type(t), list_depth(t), leaf_type(t)
+    (True, 2, DataType(string))
+    >>> list_lengths(pa.array([[1, 2], None, []])).tolist()
+    [2, 0, 0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = [
+    "as_large_list",
+    "check_columns",
+    "is_list_type",
+    "leaf_type",
+    "list_depth",
+    "list_lengths",
+    "list_offsets",
+    "project_arrow_schema",
+    "resolve_column",
+]
+
+
+def is_list_type(t: pa.DataType, views: bool = False) -> bool:
+    """A list, large list or fixed-size list type (with `views`, list views too)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return True
+    return views and (pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def list_depth(t: pa.DataType) -> int:
+    """How many list levels `t` has (0 for a non-list type)."""
+    depth = 0
+    while is_list_type(t):
+        depth, t = depth + 1, t.value_type
+    return depth
+
+
+def leaf_type(t: pa.DataType) -> pa.DataType:
+    """The type below every list level of `t`."""
+    while is_list_type(t):
+        t = t.value_type
+    return t
+
+
+def list_offsets(arr: pa.Array) -> np.ndarray:
+    """Offsets of a (large) list array rebased to start at 0, as int64 numpy."""
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    return offsets - offsets[0] if len(offsets) else offsets
+
+
+def list_lengths(arr: pa.Array) -> np.ndarray:
+    """Entries per row of a (large) list array that `flatten()` yields: 0 for a null row."""
+    lengths = np.diff(list_offsets(arr))
+    if arr.null_count:
+        lengths = np.where(np.asarray(arr.is_valid(), dtype=bool), lengths, 0)
+    return lengths
+
+
+def as_large_list(arr: pa.Array) -> pa.Array:
+    """A (fixed-size or not) list array as a `large_list` array."""
+    if pa.types.is_large_list(arr.type):
+        return arr
+    return arr.cast(pa.large_list(arr.type.value_type))
+
+
+def resolve_column(column: str, available: Sequence[str], path: str) -> str:
+    """The top-level name of `column` (a name or dotted path) as the file spells it.
+
+    Names match exactly, else case-insensitively when that is unambiguous.
+
+    Raises:
+        ValueError: the file has no such column (the message names the file and its columns).
+
+    Example:
+        >>> resolve_column("USERID.x", ["userId", "movieId"], "a.avro")
+        'userId.x'
+    """
+    name, dot, nested = column.partition(".")
+    if name not in available:
+        folded = [n for n in available if n.lower() == name.lower()]
+        if len(folded) != 1:
+            raise ValueError(
+                f"{path}: the config reads column {name!r}, which this file does not have; "
+                f"its columns are: {', '.join(available)}"
+            )
+        name = folded[0]
+    return name + dot + nested
+
+
+def check_columns(columns: Sequence[str], available: list[str]) -> None:
+    if isinstance(columns, str):
+        raise TypeError(f"columns must be a sequence of column names, not the string {columns!r}")
+    unknown = [c for c in columns if c not in available]
+    if unknown:
+        raise ValueError(f"unknown column(s) {unknown}; available columns: {available}")
+    duplicates = sorted({c for c in columns if list(columns).count(c) > 1})
+    if duplicates:
+        raise ValueError(f"column(s) {duplicates} requested more than once")
+
+
+def project_arrow_schema(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
+    """Keeps only the given columns of a schema, in the given order.
+
+    A column is a top-level name, or a dotted path into records (`a.b.c`, through lists of
+    records too): then only those nested fields are kept. Avro names contain no dots, so a
+    path is never ambiguous. Paths into the same column merge in the column's own field order;
+    a path that is a prefix of another keeps the whole of it. Nested names match exactly, else
+    case-insensitively.
+
+    Args:
+        schema: the full schema.
+        columns: column names or dotted paths; None keeps the schema as it is.
+
+    Returns:
+        The projected schema (schema-level metadata is kept).
+
+    Raises:
+        ValueError: a column or nested field is unknown (the message lists the available ones),
+            or a column is repeated.
+    """
+    if columns is None:
+        return schema
+    if isinstance(columns, str):
+        raise TypeError(f"columns must be a sequence of column names, not the string {columns!r}")
+    tops: list[str] = []
+    nested: dict[str, list[tuple[str, ...]]] = {}
+    for column in columns:
+        top, *rest = column.split(".")
+        if top not in tops:
+            tops.append(top)
+        nested.setdefault(top, []).append(tuple(rest))
+    check_columns(columns if all("." not in c for c in columns) else tops, schema.names)
+    fields = []
+    for top in tops:
+        field = schema.field(top)
+        fields.append(field.with_type(_prune_type(field.type, nested[top], top)))
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def _prune_type(t: pa.DataType, paths: list[tuple[str, ...]], where: str) -> pa.DataType:
+    """`t` keeping only the nested fields on `paths` (an empty path keeps everything)."""
+    if any(not p for p in paths):
+        return t
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field
+        pruned = item.with_type(_prune_type(item.type, paths, where))
+        return pa.list_(pruned) if pa.types.is_list(t) else pa.large_list(pruned)
+    if not pa.types.is_struct(t):
+        raise ValueError(f"{where} is {t}, not a record: cannot select {'.'.join(paths[0])} in it")
+    names = [t.field(i).name for i in range(t.num_fields)]
+    wanted: dict[str, list[tuple[str, ...]]] = {}
+    for first, *rest in paths:
+        if first not in names:
+            folded = [n for n in names if n.lower() == first.lower()]
+            if len(folded) != 1:
+                raise ValueError(f"{where} has no field {first!r}; its fields: {names}")
+            first = folded[0]
+        wanted.setdefault(first, []).append(tuple(rest))
+    return pa.struct(
+        [
+            t.field(i).with_type(_prune_type(t.field(i).type, wanted[n], f"{where}.{n}"))
+            for i, n in enumerate(names)
+            if n in wanted
+        ]
+    )
