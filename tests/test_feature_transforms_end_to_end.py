@@ -15,7 +15,7 @@ import fastavro
 import numpy as np
 import pytest
 
-from beam_tensorize.kernels.hashing import STRONG_HASH_KEYS
+from beam_tensorize.kernels.features.hashing import STRONG_HASH_KEYS
 from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO
 from pipelines.tensorize import main
 

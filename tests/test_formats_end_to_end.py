@@ -21,8 +21,8 @@ from beam_tensorize.io import ReadTable
 from beam_tensorize.kernels import avro
 from beam_tensorize.kernels.formats import InputFormat, Split, base, project_schema, register_format
 from beam_tensorize.kernels.provenance import with_source
-from beam_tensorize.kernels.tfrecord_files import file_records
-from beam_tensorize.kernels.tfrecord_read import raw_decode
+from beam_tensorize.kernels.tfrecord.decoding import raw_decode
+from beam_tensorize.kernels.tfrecord.files import file_records
 from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO, SAMPLE_CONFIG
 from pipelines.tensorize import main
 

@@ -1,4 +1,4 @@
-"""Tests for beam_tensorize.kernels.example_encoder.
+"""Tests for beam_tensorize.kernels.tfrecord.example_encoder.
 
 The reference for every comparison is protobuf itself: each row is built as a
 ``tf.train.Example`` and serialized deterministically, map entry by map entry, in
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.kernels import example_encoder
-from beam_tensorize.kernels.example_encoder import encode_examples, feature_key_order
+from beam_tensorize.kernels.tfrecord import example_encoder
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples, feature_key_order
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from beam_tensorize.config.expr import ExprError, Path, parse_column_expr, root_columns
-from beam_tensorize.kernels.expressions import ExpressionEvalError, evaluate, java_double_string
+from beam_tensorize.kernels.features.expressions import ExpressionEvalError, evaluate, java_double_string
 
 NTV = pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])
 

@@ -10,10 +10,10 @@ import pytest
 
 from beam_tensorize.config import parse_config
 from beam_tensorize.config.model import NtvSelection
-from beam_tensorize.kernels.extract import ExtractError, extract_tensors, input_columns
-from beam_tensorize.kernels.features import FeatureDataError, FeatureLayout, to_feature_columns
+from beam_tensorize.kernels.features.conversion import FeatureDataError, FeatureLayout, to_feature_columns
+from beam_tensorize.kernels.features.extract import ExtractError, extract_tensors, input_columns
+from beam_tensorize.kernels.features.ntv import select_ntv
 from beam_tensorize.kernels.metadata import build_metadata, metadata_json
-from beam_tensorize.kernels.ntv import select_ntv
 from beam_tensorize.kernels.provenance import describe_row, order_key, source_of, with_source
 
 NTV = pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])
@@ -328,14 +328,14 @@ def test_provenance():
     ],
 )
 def test_layout_for_extra_columns(arrow_type, dtype, shape):
-    from beam_tensorize.kernels.features import layout_for_column
+    from beam_tensorize.kernels.features.conversion import layout_for_column
 
     layout = layout_for_column("c", arrow_type)
     assert (layout.dtype, layout.shape, layout.kind) == (dtype, shape, "ragged")
 
 
 def test_layout_for_extra_column_rejects_records():
-    from beam_tensorize.kernels.features import layout_for_column
+    from beam_tensorize.kernels.features.conversion import layout_for_column
 
     with pytest.raises(FeatureDataError, match="extra column 'm' is map<string, int64>"):
         layout_for_column("m", pa.map_(pa.string(), pa.int64()))

@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_tensorize.kernels import formats
-from beam_tensorize.kernels.example_encoder import encode_examples
 from beam_tensorize.kernels.formats import (
     AvroFormat,
     ORCFormat,
@@ -24,7 +23,8 @@ from beam_tensorize.kernels.formats import (
 )
 from beam_tensorize.kernels.formats.parquet import _column_paths
 from beam_tensorize.kernels.provenance import describe_row, source_of, source_unit
-from beam_tensorize.kernels.tfrecord import frame_records
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+from beam_tensorize.kernels.tfrecord.framing import frame_records
 from beam_tensorize.sample import SAMPLE_AVRO
 
 NESTED = pa.list_(pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float32())]))

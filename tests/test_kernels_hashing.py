@@ -18,8 +18,8 @@ import pytest
 import tensorflow as tf
 
 from beam_tensorize.config.model import HashInfo
-from beam_tensorize.kernels import hashing
-from beam_tensorize.kernels.hashing import (
+from beam_tensorize.kernels.features import hashing
+from beam_tensorize.kernels.features.hashing import (
     MAX_STRONG_HASH_FUNCTIONS,
     STRONG_HASH_KEYS,
     avro2tf_salt,
@@ -28,7 +28,7 @@ from beam_tensorize.kernels.hashing import (
     hash_column,
     hash_ntv,
 )
-from beam_tensorize.kernels.sparse import sparse_to_dense
+from beam_tensorize.kernels.features.sparse import sparse_to_dense
 
 # The first eight Avro2TF salts and some ids, computed with OpenJDK 17 by a throw-away Java program
 # doing what HashingUtils.scala does: java.util.Random(817294693), 16 x

@@ -14,13 +14,18 @@ import pytest
 from beam_tensorize.config import parse_config
 from beam_tensorize.kernels import avro
 from beam_tensorize.kernels.dead_letters import encode_with_dead_letters
-from beam_tensorize.kernels.example_encoder import encode_examples
-from beam_tensorize.kernels.features import FeatureLayout
+from beam_tensorize.kernels.features.conversion import FeatureLayout
+from beam_tensorize.kernels.features.vocab import (
+    FeatureList,
+    build_feature_list,
+    feature_list_caps,
+    lists_per_tensor,
+)
 from beam_tensorize.kernels.provenance import source_of, with_source
 from beam_tensorize.kernels.shards import order_chunks, serialize_records, shard_chunks, write_shard
-from beam_tensorize.kernels.tfrecord import frame_records, iter_tfrecords
-from beam_tensorize.kernels.tfrecord_files import FileReading, read_file_batches
-from beam_tensorize.kernels.vocab import FeatureList, build_feature_list, feature_list_caps, lists_per_tensor
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
+from beam_tensorize.kernels.tfrecord.framing import frame_records, iter_tfrecords
 
 
 @pytest.fixture(scope="module")

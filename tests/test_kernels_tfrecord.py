@@ -1,4 +1,4 @@
-"""Tests for beam_tensorize.kernels.tfrecord (checked against TensorFlow's reader/writer)."""
+"""Tests for beam_tensorize.kernels.tfrecord.framing (checked against TensorFlow's reader/writer)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.kernels.tfrecord import (
+from beam_tensorize.kernels.tfrecord.framing import (
     frame_records,
     iter_tfrecords,
     masked_crc32c,
@@ -213,7 +213,7 @@ def test_null_and_non_binary_arrays_are_rejected():
 
 
 def test_write_tfrecords_slices_large_arrays(monkeypatch):
-    from beam_tensorize.kernels import tfrecord
+    from beam_tensorize.kernels.tfrecord import framing as tfrecord
 
     monkeypatch.setattr(tfrecord, "_WRITE_ARRAY_SLICE", 2)
     records = pa.chunked_array([pa.array(RECORDS), pa.array([b"x"] * 5)])

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 import tensorflow as tf
 
-from beam_tensorize.kernels.example_encoder import encode_examples
 from beam_tensorize.kernels.partitions import (
     HIVE_DEFAULT_PARTITION,
     escape_partition_value,
@@ -22,16 +21,7 @@ from beam_tensorize.kernels.partitions import (
     split_by_partition,
     unescape_partition_value,
 )
-from beam_tensorize.kernels.sequence_example import encode_sequence_examples
-from beam_tensorize.kernels.tfrecord import (
-    compressed_writer,
-    decompressed_reader,
-    detect_compression,
-    frame_records,
-    iter_tfrecords,
-    write_tfrecords,
-)
-from beam_tensorize.kernels.tfrecord_read import (
+from beam_tensorize.kernels.tfrecord.decoding import (
     RecordError,
     SchemaInference,
     conform,
@@ -39,6 +29,16 @@ from beam_tensorize.kernels.tfrecord_read import (
     raw_decode,
     widened_type,
 )
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+from beam_tensorize.kernels.tfrecord.framing import (
+    compressed_writer,
+    decompressed_reader,
+    detect_compression,
+    frame_records,
+    iter_tfrecords,
+    write_tfrecords,
+)
+from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
 
 # --------------------------------------------------------------------------- #
 # Partitions

@@ -7,12 +7,11 @@ import pyarrow as pa
 import pytest
 
 from beam_tensorize.config import parse_config
-from beam_tensorize.kernels.features import DENSE_VECTOR_KEY, layout_of
-from beam_tensorize.kernels.hashing import hash_tensors, hashing_description
-from beam_tensorize.kernels.metadata import build_metadata
-from beam_tensorize.kernels.sparse import combine_sparse, drop_zeros, sparse_to_dense
-from beam_tensorize.kernels.tokenize import ENGLISH_STOP_WORDS, tokenize
-from beam_tensorize.kernels.vocab import (
+from beam_tensorize.kernels.features.conversion import DENSE_VECTOR_KEY, layout_of
+from beam_tensorize.kernels.features.hashing import hash_tensors, hashing_description
+from beam_tensorize.kernels.features.sparse import combine_sparse, drop_zeros, sparse_to_dense
+from beam_tensorize.kernels.features.tokenize import ENGLISH_STOP_WORDS, tokenize
+from beam_tensorize.kernels.features.vocab import (
     FeatureList,
     apply_feature_lists,
     count_entries,
@@ -21,6 +20,7 @@ from beam_tensorize.kernels.vocab import (
     order_feature_list,
     partial_counts,
 )
+from beam_tensorize.kernels.metadata import build_metadata
 
 NTV = pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])
 
@@ -196,7 +196,7 @@ HASH_CONFIG = parse_config(
 
 
 def test_hash_tensors_shapes_and_layouts():
-    from beam_tensorize.kernels.hashing import hash_buckets
+    from beam_tensorize.kernels.features.hashing import hash_buckets
 
     batch = pa.RecordBatch.from_pydict(
         {

@@ -244,7 +244,12 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
         # stages it as workflow.tar.gz for the workers to install.
         with tarfile.open(staged["workflow.tar.gz"]) as sdist:
             names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-        assert {"setup.py", "beam_tensorize/kernels/avro.py", "pipelines/tensorize.py"} <= names
+        assert {
+            "setup.py",
+            "beam_tensorize/kernels/avro/reading.py",
+            "beam_tensorize/kernels/avro/_avrodecode.c",
+            "pipelines/tensorize.py",
+        } <= names
     else:
         assert "workflow.tar.gz" not in staged
 

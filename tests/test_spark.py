@@ -26,7 +26,7 @@ import pyarrow as pa
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.io import ReadAvro
 from beam_tensorize.kernels import avro
-from beam_tensorize.kernels.tfrecord import decompressed_reader, iter_tfrecords
+from beam_tensorize.kernels.tfrecord.framing import decompressed_reader, iter_tfrecords
 from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.spark import AVRO_FORMAT, register_data_sources, source_batches, tensorize_spark
 from beam_tensorize.transforms import Tensorize
@@ -551,7 +551,7 @@ def test_only_the_spark_package_imports_pyspark():
     assert users == []
     blocked = (
         "import sys; sys.modules['pyspark'] = None; import beam_tensorize, beam_tensorize.io, "
-        "beam_tensorize.transforms, beam_tensorize.kernels.vocab, beam_tensorize.kernels.shards; "
+        "beam_tensorize.transforms, beam_tensorize.kernels.features.vocab, beam_tensorize.kernels.shards; "
         "print(beam_tensorize.Tensorize.__name__)"
     )
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, check=False)

@@ -21,10 +21,10 @@ from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import given, settings
 
 from beam_tensorize.io import ReadTFRecord, WriteTFRecord, infer_tfrecord_schema
-from beam_tensorize.kernels.example_encoder import encode_examples
-from beam_tensorize.kernels.sequence_example import encode_sequence_examples
-from beam_tensorize.kernels.tfrecord import decompressed_reader, frame_records, iter_tfrecords
-from beam_tensorize.kernels.tfrecord_read import decode_records, widened_type
+from beam_tensorize.kernels.tfrecord.decoding import decode_records, widened_type
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+from beam_tensorize.kernels.tfrecord.framing import decompressed_reader, frame_records, iter_tfrecords
+from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
 
 
 def _collected(pcoll, label: str = "Collect"):

@@ -17,7 +17,7 @@ from beam_tensorize import metrics
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.io import ReadAvro, WriteTFRecord
 from beam_tensorize.kernels.provenance import with_source
-from beam_tensorize.kernels.tfrecord import iter_tfrecords
+from beam_tensorize.kernels.tfrecord.framing import iter_tfrecords
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import EncodeExamples, ExtractFeatures, Tensorize
 
@@ -276,7 +276,7 @@ def test_tensorize_within_bad_ratio_commits(tmp_path):
 
 def test_feature_list_groups_and_merge_checks():
     from beam_tensorize.job.feature_lists import feature_list_groups, merge_feature_lists
-    from beam_tensorize.kernels.vocab import FeatureList
+    from beam_tensorize.kernels.features.vocab import FeatureList
 
     config = load_config(os.path.join(os.path.dirname(SAMPLE_AVRO), "avro2tf_config.json"))
     keys = feature_list_groups(config, [["genreFeatures_term", "genreFeatures"]])

@@ -1,7 +1,7 @@
 """Parse `columnExpr` strings (Spark SQL column expressions) into a small expression tree.
 
 The tree is plain frozen dataclasses, so a config stays picklable and comparable; the
-kernels evaluate it on Arrow batches (`beam_tensorize.kernels.expressions`). Parsing uses
+kernels evaluate it on Arrow batches (`beam_tensorize.kernels.features.expressions`). Parsing uses
 sqlglot's Spark dialect, so quoting, precedence and function names follow Spark SQL.
 Anything the evaluator cannot run is rejected here, when the config is validated.
 

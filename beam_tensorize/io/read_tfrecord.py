@@ -16,7 +16,7 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize import metrics
 from beam_tensorize.job.tfrecord_read import TFRecordFiles, TFRecordRead, infer_tfrecord_schema, visible
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
-from beam_tensorize.kernels.tfrecord_files import FileReading, read_file_batches
+from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
 
 __all__ = ["ReadTFRecord", "ReadTFRecordOutputs", "TFRecordFiles", "infer_tfrecord_schema"]
 
@@ -49,7 +49,7 @@ class ReadTFRecord(beam.PTransform):
 
     Without `schema`, one is inferred when the transform is built from a sample of
     `infer_sample_records` records (None: all of them) with the rules of
-    `beam_tensorize.kernels.tfrecord_read`; the features seen are logged and kept in
+    `beam_tensorize.kernels.tfrecord.decoding`; the features seen are logged and kept in
     `.inference` (`.inference.report()`); the final schema is `.schema`, the files found when
     the transform was built `.files`.
 

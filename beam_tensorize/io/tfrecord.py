@@ -9,7 +9,7 @@ import apache_beam as beam
 
 from beam_tensorize.io.sharded import WriteShardedFiles
 from beam_tensorize.job.commit import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, shard_file_name
-from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES
+from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
 
 __all__ = [
     "COMPRESSIONS",

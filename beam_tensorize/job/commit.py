@@ -21,7 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.job.files import create_file, list_files
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
-from beam_tensorize.kernels.tfrecord_files import relative_path
+from beam_tensorize.kernels.tfrecord.files import relative_path
 
 __all__ = [
     "COMPRESSIONS",

@@ -13,8 +13,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list
 from beam_tensorize.kernels.metadata import METADATA_FILE
-from beam_tensorize.kernels.vocab import FeatureList, may_use_feature_list
 
 __all__ = [
     "COUNTS_FOLDER",

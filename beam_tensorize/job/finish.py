@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SUCCESS_FILE
 from beam_tensorize.job.files import create_file, list_files, write_text_atomically
-from beam_tensorize.kernels.features import layout_for_column, layout_of
+from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 
 __all__ = [
     "BAD",

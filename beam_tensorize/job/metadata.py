@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
 from beam_tensorize.job.files import read_text, write_text_atomically
-from beam_tensorize.kernels.features import FeatureLayout
+from beam_tensorize.kernels.features.conversion import FeatureLayout
+from beam_tensorize.kernels.features.vocab import FeatureList
 from beam_tensorize.kernels.metadata import METADATA_FILE, build_metadata, metadata_json
-from beam_tensorize.kernels.vocab import FeatureList
 
 __all__ = ["read_metadata", "write_metadata"]
 

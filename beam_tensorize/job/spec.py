@@ -29,7 +29,7 @@ from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, check_file_forma
 from beam_tensorize.job.feature_lists import feature_list_groups
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
 from beam_tensorize.kernels import formats
-from beam_tensorize.kernels.extract import input_columns
+from beam_tensorize.kernels.features.extract import input_columns
 
 __all__ = ["TensorizeSpec"]
 

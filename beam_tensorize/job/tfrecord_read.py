@@ -31,9 +31,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.job.files import list_files
 from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
-from beam_tensorize.kernels.tfrecord import COMPRESSIONS
-from beam_tensorize.kernels.tfrecord_files import FileReading, file_records, relative_path
-from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES, SchemaInference
+from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES, SchemaInference
+from beam_tensorize.kernels.tfrecord.files import FileReading, file_records, relative_path
+from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS
 
 __all__ = ["TFRecordFiles", "TFRecordRead", "infer_tfrecord_schema", "visible"]
 

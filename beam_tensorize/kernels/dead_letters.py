@@ -6,7 +6,7 @@ dead letter `{"source", "reason", "tensors"}` naming its file and position (see
 
 Example:
     >>> import pyarrow as pa
-    >>> from beam_tensorize.kernels.features import FeatureLayout
+    >>> from beam_tensorize.kernels.features.conversion import FeatureLayout
     >>> layouts = [FeatureLayout.for_tensor("x", "long", (2,), False)]
     >>> batch = pa.RecordBatch.from_pydict({"x": [[1, 2], [3]], "day": [1, 2]})
     >>> out = encode_with_dead_letters(batch, layouts, keep_columns=["day"])
@@ -24,10 +24,10 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from beam_tensorize.kernels.example_encoder import encode_examples
-from beam_tensorize.kernels.features import FeatureLayout, layout_for_column, to_feature_columns
+from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_for_column, to_feature_columns
 from beam_tensorize.kernels.parquet_output import tensor_columns
 from beam_tensorize.kernels.provenance import describe_row
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 
 __all__ = ["DEAD_LETTERS", "SERIALIZED_COLUMN", "EncodedBatch", "encode_with_dead_letters"]
 

@@ -19,9 +19,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.features import FeatureLayout, layout_of
-from beam_tensorize.kernels.hashing import hashing_description
-from beam_tensorize.kernels.vocab import FeatureList
+from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
+from beam_tensorize.kernels.features.hashing import hashing_description
+from beam_tensorize.kernels.features.vocab import FeatureList
 
 __all__ = ["FORMAT_VERSION", "METADATA_FILE", "build_metadata", "metadata_json"]
 

@@ -19,7 +19,7 @@ column), and 128Ki rows keep a row group of a few hundred columns within tens of
 
 Example:
     >>> import io
-    >>> from beam_tensorize.kernels.features import FeatureLayout, to_feature_columns
+    >>> from beam_tensorize.kernels.features.conversion import FeatureLayout, to_feature_columns
     >>> layouts = [FeatureLayout.for_tensor("id", "long", (), False),
     ...            FeatureLayout.for_tensor("grid", "float", (-1, -1), False)]
     >>> batch = pa.RecordBatch.from_pydict({"id": [1, 2], "grid": [[[0.5], [1.0, 2.0]], []]})
@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beam_tensorize.kernels.features import FeatureLayout
+from beam_tensorize.kernels.features.conversion import FeatureLayout
 
 __all__ = ["PARQUET_COMPRESSIONS", "ROW_GROUP_ROWS", "tensor_columns", "write_parquet_shard"]
 

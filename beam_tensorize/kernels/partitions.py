@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.expressions import java_double_string
+from beam_tensorize.kernels.features.expressions import java_double_string
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",

@@ -29,12 +29,12 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from beam_tensorize.kernels.example_encoder import encode_examples
 from beam_tensorize.kernels.parquet_output import write_parquet_shard
 from beam_tensorize.kernels.partitions import split_by_partition
 from beam_tensorize.kernels.provenance import order_key
-from beam_tensorize.kernels.sequence_example import encode_sequence_examples
-from beam_tensorize.kernels.tfrecord import compressed_writer, write_tfrecords
+from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+from beam_tensorize.kernels.tfrecord.framing import compressed_writer, write_tfrecords
+from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
 
 __all__ = ["ROWS", "Chunk", "order_chunks", "serialize_records", "shard_chunks", "write_file", "write_shard"]
 

@@ -73,12 +73,10 @@ from beam_tensorize.job.finish import (
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
-from beam_tensorize.kernels.extract import extract_tensors
-from beam_tensorize.kernels.features import layout_of
-from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
-from beam_tensorize.kernels.hashing import hash_tensors
-from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file, write_shard
-from beam_tensorize.kernels.vocab import (
+from beam_tensorize.kernels.features.conversion import layout_of
+from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.features.hashing import hash_tensors
+from beam_tensorize.kernels.features.vocab import (
     FeatureList,
     FeatureListLookup,
     build_feature_list,
@@ -86,6 +84,8 @@ from beam_tensorize.kernels.vocab import (
     lists_per_tensor,
     partial_counts,
 )
+from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
+from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file, write_shard
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
 __all__ = ["tensorize_spark"]

@@ -43,9 +43,9 @@ from beam_tensorize.job.files import create_file
 from beam_tensorize.job.tfrecord_read import TFRecordRead
 from beam_tensorize.kernels.partitions import parse_partition_path, split_by_partition
 from beam_tensorize.kernels.shards import serialize_records
-from beam_tensorize.kernels.tfrecord import COMPRESSIONS, compressed_writer, write_tfrecords
-from beam_tensorize.kernels.tfrecord_files import FileReading, read_file_batches
-from beam_tensorize.kernels.tfrecord_read import RECORD_TYPES
+from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
+from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
+from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS, compressed_writer, write_tfrecords
 from beam_tensorize.spark._options import flag, lowered, positive
 
 __all__ = ["TFRECORD_FORMAT", "TFRecordDataSource"]

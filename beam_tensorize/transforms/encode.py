@@ -13,7 +13,7 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS, SERIALIZED_COLUMN, encode_with_dead_letters
-from beam_tensorize.kernels.features import FeatureLayout, layout_of
+from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
 
 __all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples"]
 

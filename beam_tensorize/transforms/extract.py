@@ -9,7 +9,7 @@ import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.extract import extract_tensors
+from beam_tensorize.kernels.features.extract import extract_tensors
 
 __all__ = ["ExtractFeatures"]
 

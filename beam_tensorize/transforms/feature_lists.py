@@ -11,7 +11,7 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.job.feature_lists import feature_list_groups, read_feature_lists
-from beam_tensorize.kernels.vocab import (
+from beam_tensorize.kernels.features.vocab import (
     FeatureList,
     FeatureListLookup,
     build_feature_list,
@@ -114,7 +114,7 @@ class ApplyFeatureLists(beam.PTransform):
     Example:
         >>> import apache_beam as beam, pyarrow as pa
         >>> from beam_tensorize.config import parse_config
-        >>> from beam_tensorize.kernels.vocab import FeatureList
+        >>> from beam_tensorize.kernels.features.vocab import FeatureList
         >>> config = parse_config({"features": [{"outputTensorInfo": {"name": "g", "dtype": "long", "shape": [-1]}}]})
         >>> with beam.Pipeline() as p:
         ...     lists = p | "Lists" >> beam.Create([{"g": FeatureList(("b", "a"))}])

@@ -9,7 +9,7 @@ import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.hashing import hash_tensors
+from beam_tensorize.kernels.features.hashing import hash_tensors
 
 __all__ = ["HashFeatures"]
 
@@ -19,7 +19,7 @@ class HashFeatures(beam.PTransform):
 
     One hash function equals `tf.strings.to_hash_bucket_fast` / Keras `Hashing(n)`; several
     use `tf.strings.to_hash_bucket_strong` with the fixed keys of
-    `beam_tensorize.kernels.hashing.STRONG_HASH_KEYS`; `hashFunction: avro2tf_md5` gives
+    `beam_tensorize.kernels.features.hashing.STRONG_HASH_KEYS`; `hashFunction: avro2tf_md5` gives
     Avro2TF's ids. Name-term-value inputs become sparse (or dense) vectors of bucket values
     merged with the combiner. Tensors without `hashInfo` pass through.
 

@@ -27,7 +27,7 @@ from beam_tensorize.job.finish import (
     write_success,
 )
 from beam_tensorize.job.spec import TensorizeSpec
-from beam_tensorize.kernels.extract import input_columns
+from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import ApplyFeatureLists, BuildFeatureLists, LoadFeatureLists
@@ -91,7 +91,7 @@ class Tensorize(beam.PTransform):
             tensor is an error.
         filter_zeros: drop zero values from NTV sparse vectors.
         extra_columns: input columns written as they are beside the tensors (stored by their
-            Arrow type, see `beam_tensorize.kernels.features.layout_for_column`).
+            Arrow type, see `beam_tensorize.kernels.features.conversion.layout_for_column`).
         output_format: "tfrecord" (`tf.train.Example`s) or "parquet" (the same tensors as
             columns, see `beam_tensorize.kernels.parquet_output`); the metadata records it.
 

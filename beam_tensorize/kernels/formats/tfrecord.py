@@ -2,7 +2,7 @@
 of ours, or anyone's Examples, can be tensorized again.
 
 A file is one split (TFRecord files cannot be cut). Without a schema, each file's schema is
-inferred from all of its records with the rules of `beam_tensorize.kernels.tfrecord_read`
+inferred from all of its records with the rules of `beam_tensorize.kernels.tfrecord.decoding`
 (the file is read twice); give `schema` to read files whose features vary, or to read once.
 GZIP and ZLIB files are recognised from their first bytes. Batches are tagged with the index
 of their first record in the file (unit "row"). Hive partition folders are not read here: use
@@ -10,8 +10,8 @@ of their first record in the file (unit "row"). Hive partition folders are not r
 
 Example:
     >>> import io
-    >>> from beam_tensorize.kernels.example_encoder import encode_examples
-    >>> from beam_tensorize.kernels.tfrecord import frame_records
+    >>> from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+    >>> from beam_tensorize.kernels.tfrecord.framing import frame_records
     >>> data = io.BytesIO(frame_records(encode_examples(pa.RecordBatch.from_pydict({"x": [1, 2], "y": [[0.5, 1.0], []]}))))
     >>> fmt = TFRecordFormat()
     >>> fmt.matches(data.getvalue()[:16]), fmt.read_schema(data, "f.tfrecord", ["x"])
@@ -35,9 +35,9 @@ from beam_tensorize.kernels.formats.base import (
     register_format,
 )
 from beam_tensorize.kernels.provenance import with_source
-from beam_tensorize.kernels.tfrecord import detect_compression
-from beam_tensorize.kernels.tfrecord_files import FileReading, file_records, read_file_batches
-from beam_tensorize.kernels.tfrecord_read import SchemaInference
+from beam_tensorize.kernels.tfrecord.decoding import SchemaInference
+from beam_tensorize.kernels.tfrecord.files import FileReading, file_records, read_file_batches
+from beam_tensorize.kernels.tfrecord.framing import detect_compression
 
 __all__ = ["TFRecordFormat"]
 

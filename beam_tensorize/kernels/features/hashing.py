@@ -68,11 +68,11 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.model import COMBINERS, HASH_FUNCTIONS, HashInfo, TensorConfig
 from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths
-from beam_tensorize.kernels.columns import replace_tensor_columns
-from beam_tensorize.kernels.expressions import cast_like_spark
-from beam_tensorize.kernels.features import is_hashed_ntv
-from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
-from beam_tensorize.kernels.sparse import combine_sparse, sparse_to_dense
+from beam_tensorize.kernels.features.columns import replace_tensor_columns
+from beam_tensorize.kernels.features.conversion import is_hashed_ntv
+from beam_tensorize.kernels.features.expressions import cast_like_spark
+from beam_tensorize.kernels.features.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.features.sparse import combine_sparse, sparse_to_dense
 
 __all__ = [
     "AVRO2TF_SALT_LENGTH",

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import is_list_type
-from beam_tensorize.kernels.example_encoder import (
+from beam_tensorize.kernels.tfrecord.example_encoder import (
     encode_examples,
     encode_features,
     feature_key_order,

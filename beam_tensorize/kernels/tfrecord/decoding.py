@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 
 from beam_tensorize.kernels.arrow_types import is_list_type, leaf_type, list_depth, list_lengths
-from beam_tensorize.kernels.example_encoder import length_delimited
+from beam_tensorize.kernels.tfrecord.example_encoder import length_delimited
 
 __all__ = [
     "BYTE_ARRAY_COLUMN",
@@ -171,7 +171,7 @@ def raw_decode(records: Sequence[bytes], record_type: str = "Example") -> pa.Rec
         RecordError: a record is not a valid message (`index` is the first such record).
 
     Example:
-        >>> from beam_tensorize.kernels.example_encoder import encode_examples
+        >>> from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
         >>> records = encode_examples(pa.RecordBatch.from_pydict({"x": [1, 2]})).to_pylist()
         >>> raw_decode(records).to_pydict()
         {'x': [[1], [2]]}
@@ -340,7 +340,7 @@ def decode_records(
             its position in its file.
 
     Example:
-        >>> from beam_tensorize.kernels.example_encoder import encode_examples
+        >>> from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
         >>> records = encode_examples(pa.RecordBatch.from_pydict({"x": [[1, 2], [3]]})).to_pylist()
         >>> decode_records(records, pa.schema([("x", pa.list_(pa.int64()))])).to_pydict()
         {'x': [[1, 2], [3]]}
@@ -425,7 +425,7 @@ class SchemaInference:
     """Accumulates `FeatureSummary`s over decoded samples; `schema()` applies the rules.
 
     Example:
-        >>> from beam_tensorize.kernels.example_encoder import encode_examples
+        >>> from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
         >>> records = encode_examples(pa.RecordBatch.from_pydict(
         ...     {"id": [1, 2], "tags": [["a"], ["b", "c"]], "w": [0.5, 1.5]})).to_pylist()
         >>> inference = SchemaInference()

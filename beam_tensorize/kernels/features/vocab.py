@@ -26,10 +26,10 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.arrow_types import list_offsets
-from beam_tensorize.kernels.columns import replace_tensor_columns
-from beam_tensorize.kernels.features import DENSE_VECTOR_KEY
-from beam_tensorize.kernels.ntv import is_ntv, ntv_triples
-from beam_tensorize.kernels.sparse import combine_sparse, drop_zeros, sparse_to_dense
+from beam_tensorize.kernels.features.columns import replace_tensor_columns
+from beam_tensorize.kernels.features.conversion import DENSE_VECTOR_KEY
+from beam_tensorize.kernels.features.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.features.sparse import combine_sparse, drop_zeros, sparse_to_dense
 
 __all__ = [
     "FeatureList",

@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from beam_tensorize.config.expr import Path, column_paths
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.expressions import ExpressionEvalError, evaluate
-from beam_tensorize.kernels.ntv import select_ntv
-from beam_tensorize.kernels.tokenize import tokenize
+from beam_tensorize.kernels.features.expressions import ExpressionEvalError, evaluate
+from beam_tensorize.kernels.features.ntv import select_ntv
+from beam_tensorize.kernels.features.tokenize import tokenize
 
 __all__ = ["ExtractError", "extract_tensors", "input_columns"]
 

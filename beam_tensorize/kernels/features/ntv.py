@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.config.model import ALL_NAMES, NtvSelection
 from beam_tensorize.kernels.arrow_types import list_lengths
-from beam_tensorize.kernels.expressions import ExpressionEvalError, cast_like_spark
+from beam_tensorize.kernels.features.expressions import ExpressionEvalError, cast_like_spark
 
 __all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_triples", "select_ntv"]
 

@@ -8,8 +8,8 @@ folders (below the read's base folder) become partition columns. The caller open
 
 Example:
     >>> import io, pyarrow as pa
-    >>> from beam_tensorize.kernels.example_encoder import encode_examples
-    >>> from beam_tensorize.kernels.tfrecord import frame_records
+    >>> from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+    >>> from beam_tensorize.kernels.tfrecord.framing import frame_records
     >>> data = frame_records(encode_examples(pa.RecordBatch.from_pydict({"x": [1, 2]})))
     >>> fields = (pa.field("day", pa.int64()),)
     >>> reading = FileReading("out", pa.schema([("x", pa.int64())]), fields, "Example")
@@ -26,8 +26,8 @@ from typing import BinaryIO, NamedTuple
 import pyarrow as pa
 
 from beam_tensorize.kernels.partitions import parse_partition_path, partition_column
-from beam_tensorize.kernels.tfrecord import decompressed_reader, detect_compression, iter_tfrecords
-from beam_tensorize.kernels.tfrecord_read import decode_records
+from beam_tensorize.kernels.tfrecord.decoding import decode_records
+from beam_tensorize.kernels.tfrecord.framing import decompressed_reader, detect_compression, iter_tfrecords
 
 __all__ = ["FileReading", "file_records", "read_file_batches", "relative_path"]
 
@@ -90,7 +90,7 @@ def file_records(
 
     Example:
         >>> import gzip, io
-        >>> from beam_tensorize.kernels.tfrecord import frame_records
+        >>> from beam_tensorize.kernels.tfrecord.framing import frame_records
         >>> list(file_records(io.BytesIO(gzip.compress(frame_records([b"a", b"b"]))), "x.tfrecord.gz"))
         [b'a', b'b']
     """
@@ -126,7 +126,7 @@ def read_file_batches(raw: BinaryIO, path: str, reading: FileReading) -> Iterato
 
     Example:
         >>> import io
-        >>> from beam_tensorize.kernels.tfrecord import frame_records
+        >>> from beam_tensorize.kernels.tfrecord.framing import frame_records
         >>> reading = FileReading("", pa.schema([("byteArray", pa.binary())]), (), "ByteArray")
         >>> [b.to_pydict() for b in read_file_batches(io.BytesIO(frame_records([b"a"])), "f", reading)]
         [{'byteArray': [b'a']}]

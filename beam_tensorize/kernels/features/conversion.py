@@ -41,7 +41,7 @@ from beam_tensorize.kernels.arrow_types import (
     list_lengths,
     list_offsets,
 )
-from beam_tensorize.kernels.expressions import cast_like_spark
+from beam_tensorize.kernels.features.expressions import cast_like_spark
 
 __all__ = [
     "DENSE_VECTOR_KEY",
