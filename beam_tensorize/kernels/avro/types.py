@@ -1,4 +1,4 @@
-"""Avro types -> Arrow types, and the Python pre-conversion some types need (`arrow_schema`)."""
+"""Avro types -> Arrow types (`avro_schema_to_arrow`), and the Python pre-conversion some types need."""
 
 from __future__ import annotations
 

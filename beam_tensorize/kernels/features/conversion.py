@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import decimal
 from collections.abc import Sequence
 
 import numpy as np
@@ -312,7 +313,7 @@ def _zero(t: pa.DataType):
     if pa.types.is_boolean(t):
         return False
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return pa.scalar(0, t) if not pa.types.is_decimal(t) else pa.scalar(0).cast(t)
+        return pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(t) else 0, t)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return ""
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
