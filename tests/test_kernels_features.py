@@ -355,7 +355,10 @@ def test_decimal_columns_convert_to_integer_and_float_tensors():
 
     values = pa.array([decimal.Decimal("1.00"), None, decimal.Decimal("-2.50")], pa.decimal128(5, 2))
     batch = pa.RecordBatch.from_pydict({"d": values, "f": values})
-    layouts = [FeatureLayout.for_tensor("d", "long", (), False), FeatureLayout.for_tensor("f", "float", (-1,), False)]
+    layouts = [
+        FeatureLayout.for_tensor("d", "long", (), False),
+        FeatureLayout.for_tensor("f", "float", (-1,), False),
+    ]
     result = to_feature_columns(batch, layouts)
     assert result.features.to_pydict() == {"d": [[1]], "f": [[1.0]]}
     assert list(result.bad_rows) == [1, 2]
