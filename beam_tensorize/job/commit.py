@@ -22,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_tensorize.job.files import create_file, list_files
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
 from beam_tensorize.kernels.tfrecord.files import relative_path
+from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS as TFRECORD_COMPRESSIONS
 
 __all__ = [
     "COMPRESSIONS",
@@ -40,8 +41,10 @@ __all__ = [
 
 _LOGGER = logging.getLogger(__name__)
 
-#: Accepted TFRecord `compression` values and the file suffix each gives.
-COMPRESSIONS = {"none": ".tfrecord", "gzip": ".tfrecord.gz", "zlib": ".tfrecord.zlib"}
+#: Accepted TFRecord `compression` values (those of the framing kernels) and the file suffix each gives.
+COMPRESSIONS = {
+    c: ".tfrecord" + {"none": "", "gzip": ".gz", "zlib": ".zlib"}[c] for c in TFRECORD_COMPRESSIONS
+}
 #: Output file formats -> their compressions (the first is the default).
 FILE_FORMATS = {
     "tfrecord": tuple(COMPRESSIONS),

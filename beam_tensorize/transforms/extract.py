@@ -56,7 +56,9 @@ class ExtractFeatures(beam.PTransform):
         }
 
     def expand(self, batches):
-        return batches | "ExtractTensors" >> beam.ParDo(_ExtractTensorsFn(self._tensors, self._extra))
+        return batches | "ExtractTensors" >> beam.ParDo(
+            _ExtractTensorsFn(self._tensors, self._extra)
+        ).with_output_types(pa.RecordBatch)
 
 
 class _ExtractTensorsFn(beam.DoFn):

@@ -135,7 +135,7 @@ class ApplyFeatureLists(beam.PTransform):
     def expand(self, batches):
         return batches | "LookUpIds" >> beam.ParDo(
             _ApplyFeatureListsFn(self._tensors, self._filter_zeros), beam.pvalue.AsSingleton(self._lists)
-        )
+        ).with_output_types(pa.RecordBatch)
 
 
 class _ApplyFeatureListsFn(beam.DoFn):

@@ -49,7 +49,9 @@ class HashFeatures(beam.PTransform):
     def expand(self, batches):
         if not any(t.input.transform_config.hash_info for t in self._tensors):
             return batches
-        return batches | "HashTensors" >> beam.ParDo(_HashTensorsFn(self._tensors))
+        return batches | "HashTensors" >> beam.ParDo(_HashTensorsFn(self._tensors)).with_output_types(
+            pa.RecordBatch
+        )
 
 
 class _HashTensorsFn(beam.DoFn):
