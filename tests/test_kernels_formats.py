@@ -238,3 +238,26 @@ def test_formats_pickle_and_compare_by_settings():
     fmt = TFRecordFormat(schema=pa.schema([("x", pa.int64())]))
     assert pickle.loads(pickle.dumps(fmt)) == fmt != TFRecordFormat()
     assert get_format(fmt) is fmt
+
+
+def test_tfrecord_format_from_a_planned_reading_gives_partitions_and_dead_letters():
+    from beam_tensorize.kernels.tfrecord.files import FileReading
+
+    good = _tfrecord(pa.RecordBatch.from_pydict({"x": [1, 2, 3]}))
+    frame = len(good) // 3
+    corrupt = bytearray(good)
+    corrupt[frame + 13] ^= 0xFF  # the data of the second record: its checksum no longer matches
+    reading = FileReading(
+        "out", pa.schema([("x", pa.int64())]), (pa.field("day", pa.int64()),), dead_letters=True
+    )
+    fmt = TFRecordFormat.from_reading(reading)
+    assert fmt.dead_letters and not TFRecordFormat().dead_letters
+    path = "out/day=7/part-0.tfrecord"
+    items = list(fmt.read_split(io.BytesIO(bytes(corrupt)), Split(path, 0, len(corrupt)), batch_rows=10))
+    batches = [i for i in items if isinstance(i, pa.RecordBatch)]
+    letters = [i for i in items if isinstance(i, dict)]
+    assert [b.to_pydict() for b in batches] == [{"x": [1], "day": [7]}, {"x": [3], "day": [7]}]
+    assert [source_of(b) for b in batches] == [(path, 0), (path, 2)]
+    assert describe_row(batches[1], 0) == f"{path}: record 2"
+    assert len(letters) == 1 and letters[0]["source"] == path and letters[0]["record"] == 1
+    assert "checksum" in letters[0]["reason"] or "CRC" in letters[0]["reason"]

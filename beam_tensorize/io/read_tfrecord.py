@@ -8,20 +8,16 @@ from typing import NamedTuple
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io import fileio
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
 
-from beam_tensorize import metrics
+from beam_tensorize.io.table import BATCHES, read_splits
 from beam_tensorize.job.tfrecord_read import TFRecordFiles, TFRecordRead, infer_tfrecord_schema, visible
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
-from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
+from beam_tensorize.kernels.formats import TFRecordFormat
 
 __all__ = ["ReadTFRecord", "ReadTFRecordOutputs", "TFRecordFiles", "infer_tfrecord_schema"]
 
 _LOGGER = logging.getLogger(__name__)
-_BATCHES = "batches"
 
 
 class ReadTFRecordOutputs(NamedTuple):
@@ -117,30 +113,17 @@ class ReadTFRecord(beam.PTransform):
 
     def expand(self, pipeline):
         files = self.files
-        read = (
+        read = read_splits(
             pipeline
             | "Pattern" >> beam.Create([files.pattern])
             | "MatchFiles" >> fileio.MatchAll()
-            | "Paths" >> beam.Map(lambda metadata: metadata.path)
-            | "SkipHidden" >> beam.Filter(lambda p, base: visible(base, p), files.base)
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadFiles" >> beam.ParDo(_ReadFileFn(self._reading)).with_outputs(DEAD_LETTERS, main=_BATCHES)
+            | "SkipHidden" >> beam.Filter(lambda m, base: visible(base, m.path), files.base)
+            | "PathAndSize" >> beam.Map(lambda m: (m.path, m.size_in_bytes)),
+            TFRecordFormat.from_reading(self._reading),
+            None,
+            self._reading.batch_rows,
+            1,
         )
         if self._reading.dead_letters:
-            return ReadTFRecordOutputs(read[_BATCHES], read[DEAD_LETTERS])
-        return read[_BATCHES]
-
-
-class _ReadFileFn(beam.DoFn):
-    def __init__(self, reading: FileReading):
-        self._reading = reading
-        self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
-
-    def process(self, path: str):
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-            for item in read_file_batches(raw, path, self._reading):
-                if isinstance(item, dict):
-                    self._bad.inc()
-                    yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
-                else:
-                    yield item
+            return ReadTFRecordOutputs(read[BATCHES], read[DEAD_LETTERS])
+        return read[BATCHES]

@@ -16,9 +16,10 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize import metrics
 from beam_tensorize.job.files import match_files
 from beam_tensorize.kernels import formats
+from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
 
-__all__ = ["ReadAvro", "ReadOrc", "ReadParquet", "ReadTable"]
+__all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -99,15 +100,35 @@ class ReadTable(beam.PTransform):
         }
 
     def expand(self, pbegin) -> beam.PCollection[pa.RecordBatch]:
-        return (
+        files = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
             | "MatchFiles" >> beam.FlatMap(match_files, self._kind())
-            | "PlanSplits" >> beam.ParDo(_PlanSplitsFn(self._format, self._split_bytes))
-            | "Redistribute" >> beam.Reshuffle()
-            | "ReadSplits"
-            >> beam.ParDo(_ReadSplitFn(self._columns, self._batch_rows)).with_output_types(pa.RecordBatch)
         )
+        return read_splits(files, self._format, self._columns, self._batch_rows, self._split_bytes)[BATCHES]
+
+
+#: Output tags of `read_splits`.
+BATCHES = "batches"
+
+
+def read_splits(
+    files: beam.PCollection,
+    fmt: InputFormat | None,
+    columns: list[str] | None,
+    batch_rows: int,
+    split_bytes: int,
+):
+    """The shared read steps: `(path, size)` of each file -> its splits, spread over workers ->
+    tagged batches (tag `BATCHES`) and, for a format with `dead_letters`, the dead letters
+    (tag `DEAD_LETTERS`). `fmt` None tells each file's format from its first bytes."""
+    return (
+        files
+        | "PlanSplits" >> beam.ParDo(_PlanSplitsFn(fmt, split_bytes))
+        | "Redistribute" >> beam.Reshuffle()
+        | "ReadSplits"
+        >> beam.ParDo(_ReadSplitFn(columns, batch_rows)).with_outputs(DEAD_LETTERS, main=BATCHES)
+    )
 
 
 def _open(path: str):
@@ -141,21 +162,26 @@ class _PlanSplitsFn(beam.DoFn):
 
 
 class _ReadSplitFn(beam.DoFn):
-    """Reads one split of one file into tagged record batches."""
+    """Reads one split of one file into tagged record batches (and dead letters)."""
 
     def __init__(self, columns: list[str] | None, batch_rows: int):
         self._columns = columns
         self._batch_rows = batch_rows
         self._rows = Metrics.counter(metrics.NAMESPACE, metrics.ROWS_READ)
         self._batches = Metrics.counter(metrics.NAMESPACE, metrics.BATCHES_READ)
+        self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, element: tuple[InputFormat, Split]) -> Iterable[pa.RecordBatch]:
         fmt, split = element
         with _open(split.path) as f:
-            for batch in fmt.read_split(f, split, self._columns, self._batch_rows):
-                self._rows.inc(batch.num_rows)
-                self._batches.inc()
-                yield batch
+            for item in fmt.read_split(f, split, self._columns, self._batch_rows):
+                if isinstance(item, dict):
+                    self._bad.inc()
+                    yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
+                else:
+                    self._rows.inc(item.num_rows)
+                    self._batches.inc()
+                    yield item
 
 
 class ReadAvro(ReadTable):

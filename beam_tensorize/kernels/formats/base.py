@@ -99,15 +99,20 @@ class InputFormat:
         """The schema of the batches `read_split` gives for this file and `columns`."""
         raise NotImplementedError
 
+    #: Whether `read_split` yields bad records as dead-letter dicts (`{"source", "record",
+    #: "offset", "reason"}`) beside the batches instead of raising.
+    dead_letters: bool = False
+
     def read_split(
         self,
         f: BinaryIO,
         split: Split,
         columns: Sequence[str] | None = None,
         batch_rows: int = DEFAULT_BATCH_ROWS,
-    ) -> Iterator[pa.RecordBatch]:
+    ) -> Iterator[pa.RecordBatch | dict]:
         """The rows of one split as batches of at most (about) `batch_rows` rows, each tagged with
-        `with_source`; `columns` as in `project_schema`."""
+        `with_source`; `columns` as in `project_schema`. With `dead_letters`, bad records come
+        as dicts between the batches."""
         raise NotImplementedError
 
     def __repr__(self) -> str:

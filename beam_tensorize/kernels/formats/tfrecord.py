@@ -5,8 +5,9 @@ A file is one split (TFRecord files cannot be cut). Without a schema, each file'
 inferred from all of its records with the rules of `beam_tensorize.kernels.tfrecord.decoding`
 (the file is read twice); give `schema` to read files whose features vary, or to read once.
 GZIP and ZLIB files are recognised from their first bytes. Batches are tagged with the index
-of their first record in the file (unit "row"). Hive partition folders are not read here: use
-`beam_tensorize.io.ReadTFRecord` for those.
+of their first record in the file (unit "row"). `TFRecordFormat.from_reading` reads with a
+planned `FileReading` instead (a schema for all files, Hive partition folders below a base
+folder, dead letters instead of failing): what `beam_tensorize.io.ReadTFRecord` plans.
 
 Example:
     >>> import io
@@ -34,7 +35,6 @@ from beam_tensorize.kernels.formats.base import (
     project_schema,
     register_format,
 )
-from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.tfrecord.decoding import SchemaInference
 from beam_tensorize.kernels.tfrecord.files import FileReading, file_records, read_file_batches
 from beam_tensorize.kernels.tfrecord.framing import detect_compression
@@ -70,6 +70,20 @@ class TFRecordFormat(InputFormat):
         self.record_type = record_type
         self.compression = compression
         self.verify_crc = verify_crc
+        self.reading: FileReading | None = None
+
+    @classmethod
+    def from_reading(cls, reading: FileReading) -> TFRecordFormat:
+        """The format reading every file as `reading` says (its `batch_rows` is replaced by the
+        reader's): record schema, partition columns, and, with `reading.dead_letters`, bad
+        records yielded as dead-letter dicts instead of failing."""
+        fmt = cls(reading.record_schema, reading.record_type, reading.compression, reading.verify_crc)
+        fmt.reading = reading
+        return fmt
+
+    @property
+    def dead_letters(self) -> bool:
+        return self.reading is not None and self.reading.dead_letters
 
     def matches(self, head: bytes) -> bool:
         try:
@@ -102,12 +116,12 @@ class TFRecordFormat(InputFormat):
         columns: Sequence[str] | None = None,
         batch_rows: int = DEFAULT_BATCH_ROWS,
     ) -> Iterator[pa.RecordBatch]:
-        schema = self.read_schema(f, split.path, columns)
-        f.seek(0)
-        reading = FileReading(
-            "", schema, (), self.record_type, self.compression, self.verify_crc, False, batch_rows
-        )
-        row = 0
-        for batch in read_file_batches(f, split.path, reading):
-            yield with_source(batch, split.path, row, "row")
-            row += batch.num_rows
+        if self.reading is not None:
+            reading = self.reading._replace(batch_rows=batch_rows)
+        else:
+            schema = self.read_schema(f, split.path, columns)
+            f.seek(0)
+            reading = FileReading(
+                "", schema, (), self.record_type, self.compression, self.verify_crc, False, batch_rows
+            )
+        yield from read_file_batches(f, split.path, reading)

@@ -26,6 +26,7 @@ from typing import BinaryIO, NamedTuple
 import pyarrow as pa
 
 from beam_tensorize.kernels.partitions import parse_partition_path, partition_column
+from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.tfrecord.decoding import decode_records
 from beam_tensorize.kernels.tfrecord.framing import decompressed_reader, detect_compression, iter_tfrecords
 
@@ -114,7 +115,8 @@ def read_file_batches(raw: BinaryIO, path: str, reading: FileReading) -> Iterato
         reading: the schema and settings.
 
     Yields:
-        Record batches (`record_schema` columns, then the partition columns) and, with
+        Record batches (`record_schema` columns, then the partition columns; tagged with the
+        file and the index of their first record, see `provenance`) and, with
         `reading.dead_letters`, one dict `{"source", "record", "offset", "reason"}` per
         corrupt or undecodable record (`offset`: in the uncompressed stream, for a corrupt
         frame), after the batch of the records around it.
@@ -161,7 +163,7 @@ def read_file_batches(raw: BinaryIO, path: str, reading: FileReading) -> Iterato
             ]
             names = reading.record_schema.names + [f.name for f in reading.partition_fields]
             if decoded.num_rows:
-                yield pa.RecordBatch.from_arrays(columns, names=names)
+                yield with_source(pa.RecordBatch.from_arrays(columns, names=names), path, first, "row")
         yield from bad
         bad.clear()
 
