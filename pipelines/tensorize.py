@@ -12,6 +12,7 @@ accepted as well.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import posixpath
 import sys
@@ -271,6 +272,37 @@ def _summary(spec: TensorizeSpec, result) -> str:
     return "\n".join(lines)
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    def error(self, message):
+        raise ValueError(f"{message}; run 'python -m pipelines.tensorize --help' for the flags")
+
+
+def _check_our_flags(argv: list[str]) -> None:
+    """Parse this job's flags alone first, so a bad value is one line, not Beam's usage text."""
+    parser = _OneLineErrors(add_help=False)
+    TensorizeOptions._add_argparse_args(parser)
+    parser.parse_known_args(argv)
+
+
+def _refuse_unknown_flags(options: PipelineOptions) -> None:
+    """Fail on a flag that is neither ours nor Beam's (Beam would drop it with a warning)."""
+    beam_logger = logging.getLogger("apache_beam.options.pipeline_options")
+    level = beam_logger.level
+    beam_logger.setLevel(logging.ERROR)  # its "Discarding unparseable args" warning
+    try:
+        known = set(options.get_all_options())
+        unknown = sorted(set(options.get_all_options(retain_unknown_options=True)) - known)
+    finally:
+        beam_logger.setLevel(level)
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f" (did you mean --{close[0]}?)" if close else ""
+        raise ValueError(
+            f"unknown flag --{name}{hint}; run 'python -m pipelines.tensorize --help' for the flags"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -278,9 +310,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_help()
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        _check_our_flags(argv)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
+        _refuse_unknown_flags(pipeline_options)
         spec = _resolve(options)
         pipeline = beam.Pipeline(options=pipeline_options)
         build_pipeline(pipeline, spec)
