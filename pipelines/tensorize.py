@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+import os
 import posixpath
+import re
 import sys
+import tempfile
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -140,6 +143,15 @@ class TensorizeOptions(PipelineOptions):
             default=None,
             help="Comma-separated scalar tensors or extra columns that name Hive-style partition "
             "folders <split>/<col>=<value>/, outermost first (left out of the records).",
+        )
+        parser.add_argument(
+            "--verbose",
+            type=_boolean,
+            nargs="?",
+            const=True,
+            default=False,
+            help="Show the runner's log and error tracebacks on the console (--verbose, or "
+            "--verbose=true|false); without it they go to a log file named in the error line.",
         )
         parser.add_argument(
             "--batch_rows",
@@ -277,11 +289,62 @@ class _OneLineErrors(argparse.ArgumentParser):
         raise ValueError(f"{message}; run 'python -m pipelines.tensorize --help' for the flags")
 
 
-def _check_our_flags(argv: list[str]) -> None:
+def _check_our_flags(argv: list[str]) -> argparse.Namespace:
     """Parse this job's flags alone first, so a bad value is one line, not Beam's usage text."""
     parser = _OneLineErrors(add_help=False)
     TensorizeOptions._add_argparse_args(parser)
-    parser.parse_known_args(argv)
+    return parser.parse_known_args(argv)[0]
+
+
+class _ConsoleFilter(logging.Filter):
+    """Keeps the runner's error records (with their tracebacks) off the console: the CLI says
+    what failed in one line, and the log file holds the rest."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.levelno >= logging.ERROR and (record.name.startswith("apache_beam") or record.exc_info)
+        )
+
+
+def _configure_logging(verbose: bool) -> str:
+    """Console: warnings (and, with `verbose`, everything the runner logs as an error); a log
+    file in the temporary folder: everything from INFO. Returns the log file's path."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "_beam_tensorize", False)]:
+        root.removeHandler(handler)  # main() may run more than once in a process (tests)
+        handler.close()
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_path = os.path.join(tempfile.gettempdir(), f"beam_tensorize-{os.getpid()}.log")
+    to_file = logging.FileHandler(log_path, mode="w", delay=True)
+    to_file.setLevel(logging.INFO)
+    to_file.setFormatter(formatter)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.WARNING)
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if not verbose:
+        console.addFilter(_ConsoleFilter())
+    for handler in (to_file, console):
+        handler._beam_tensorize = True
+        root.addHandler(handler)
+    root.setLevel(min(root.level or logging.WARNING, logging.INFO))
+    return log_path
+
+
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\w*: (.+)$")
+
+
+def _one_line(err: BaseException) -> str:
+    """The message of a failed job in one line: a runner may wrap the worker's traceback into
+    the exception's text (multi-process DirectRunner, portable runners); keep its last
+    exception line."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else type(err).__name__
+    for line in reversed(lines):
+        found = _EXCEPTION_LINE.match(line)
+        if found:
+            return found.group(1)
+    return lines[-1]
 
 
 def _refuse_unknown_flags(options: PipelineOptions) -> None:
@@ -309,12 +372,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "-h" in argv or "--help" in argv:
         _print_help()
         return 0
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        _check_our_flags(argv)
+        verbose = _check_our_flags(argv).verbose
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    log_path = _configure_logging(verbose)
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
@@ -335,9 +398,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         result.wait_until_finish()
     except Exception as err:  # any failure of the job ends the command the same way
-        _LOGGER.debug("The job failed", exc_info=True)
+        _LOGGER.error("The job failed", exc_info=True)
+        details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
         print(
-            f"error: the job failed; {spec.output} holds no new complete output: {err}",
+            f"error: the job failed; {spec.output} holds no new complete output: {_one_line(err)}{details}",
             file=sys.stderr,
         )
         return 1

@@ -83,8 +83,22 @@ def test_a_file_of_another_format_fails_naming_it(tmp_path, capsys):
     out = tmp_path / "o"
     code, err = _run(capsys, "--input", str(csv), "--config", SAMPLE_CONFIG, "--output", str(out))
     assert code == 1
-    assert (
-        f"{csv}: not a file of a known format (avro, orc, parquet, tfrecord): its first bytes are "
-        "7573657249642c6d; check the input path, or give the format (--input_format)"
-    ) in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err  # the runner's error log and traceback go to the log file
+    assert lines[0].startswith(
+        f"error: the job failed; {out} holds no new complete output: {csv}: not a file of a known format "
+        "(avro, orc, parquet, tfrecord): its first bytes are 7573657249642c6d; check the input path, or "
+        "give the format (--input_format) [while running 'ReadInput/PlanSplits'] (details: "
+    )
+    log = lines[0].rsplit("(details: ", 1)[1].split(",")[0]
+    with open(log) as f:
+        assert "Traceback" in f.read()
     assert not (out / "_SUCCESS").exists() and not (out / "trainingData").exists()
+
+
+def test_verbose_shows_the_runner_error_on_the_console(tmp_path, capsys):
+    csv = tmp_path / "data.avro"
+    csv.write_text("userId,movieId\n1,2\n")
+    args = ["--input", str(csv), "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "o"), "--verbose"]
+    code, err = _run(capsys, *args)
+    assert code == 1 and "Traceback" in err and "(details:" not in err
