@@ -31,6 +31,7 @@ from beam_tensorize.io import ReadTable
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
+from beam_tensorize.job.preflight import check_output_writable
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
@@ -281,6 +282,8 @@ def _summary(spec: TensorizeSpec, result) -> str:
         f"  feature lists: {', '.join(lists) if lists else 'none'}",
         f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
     ]
+    if rows_read == 0:
+        lines.append("  note:          the input holds no rows: the output is complete and empty")
     return "\n".join(lines)
 
 
@@ -383,8 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _refuse_unknown_flags(pipeline_options)
         spec = _resolve(options)
-        pipeline = beam.Pipeline(options=pipeline_options)
+        pipeline = beam.Pipeline(options=pipeline_options)  # also sets up the file systems
         build_pipeline(pipeline, spec)
+        if not pipeline_options.view_as(TestOptions).dry_run:
+            check_output_writable(spec.output)
     except (ConfigError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -102,3 +102,123 @@ def test_verbose_shows_the_runner_error_on_the_console(tmp_path, capsys):
     args = ["--input", str(csv), "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "o"), "--verbose"]
     code, err = _run(capsys, *args)
     assert code == 1 and "Traceback" in err and "(details:" not in err
+
+
+def test_an_output_that_is_a_file_fails_before_any_processing(tmp_path, capsys):
+    target = tmp_path / "out.txt"
+    target.write_text("keep me")
+    code, err = _run(capsys, "--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(target))
+    assert (code, err) == (
+        2,
+        f"error: the output {target} is a file, not a folder: choose a folder for --output\n",
+    )
+    assert target.read_text() == "keep me"
+
+
+def test_an_output_that_cannot_be_written_fails_before_any_processing(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "out"
+    code, err = _run(capsys, "--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out))
+    assert code == 2
+    assert err.startswith(f"error: cannot write to the output {out}: ")
+    assert err.endswith(
+        "check that it is a folder you may write to (and the credentials of its file system)\n"
+    )
+    assert err.count("\n") == 1
+
+
+def test_an_output_that_does_not_answer_fails_after_the_probe_timeout(tmp_path, monkeypatch):
+    import time
+
+    from beam_tensorize.job import preflight
+
+    def hanging(path):
+        time.sleep(5)
+
+    monkeypatch.setattr(preflight, "create_file", hanging)
+    start = time.monotonic()
+    with pytest.raises(OSError) as err:
+        preflight.check_output_writable(str(tmp_path / "o"), timeout=0.2)
+    assert time.monotonic() - start < 2
+    assert str(err.value) == (
+        f"cannot write to the output {tmp_path / 'o'}: no answer within 0.2 s; check the network and the "
+        "credentials of its file system"
+    )
+
+
+def test_a_missing_external_feature_list_folder_is_named(tmp_path, capsys):
+    missing = tmp_path / "lists"
+    out = tmp_path / "o"
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        str(out),
+        "--external_feature_lists",
+        str(missing),
+    ]
+    code, err = _run(capsys, *args)
+    assert code == 1 and err.count("\n") == 1
+    assert (
+        f"external feature lists: {missing} does not exist or holds no list file; give a folder of files "
+        "named after tensors, one entry per line"
+    ) in err
+    assert not (out / "_SUCCESS").exists()
+
+
+def test_an_empty_external_feature_list_is_an_error(tmp_path, capsys):
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "genreIds").write_text("")
+    out = tmp_path / "o"
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        str(out),
+        "--external_feature_lists",
+        str(lists),
+    ]
+    code, err = _run(capsys, *args)
+    assert code == 1
+    assert (
+        f"external feature list {lists / 'genreIds'} is empty; give one entry per line (or remove it)" in err
+    )
+    assert not (out / "_SUCCESS").exists()
+
+
+def test_an_empty_input_gives_a_complete_empty_output_and_says_so(tmp_path, capsys):
+    import json
+
+    import fastavro
+
+    from beam_tensorize.kernels.avro import read_header
+
+    with open(SAMPLE_AVRO, "rb") as f:
+        schema = json.loads(read_header(f, SAMPLE_AVRO).metadata["avro.schema"])
+    empty = tmp_path / "empty.avro"
+    with open(empty, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), [])
+    out = tmp_path / "o"
+    assert main(["--input", str(empty), "--config", SAMPLE_CONFIG, "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "  rows read:     0\n" in printed
+    assert "the input holds no rows: the output is complete and empty" in printed
+    assert (out / "_SUCCESS").exists()
+    assert (out / "trainingData" / "part-00000-of-00001.tfrecord").stat().st_size == 0
+    metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert metadata["data"]["trainingData"]["numRecords"] == 0
+
+
+def test_an_input_pattern_that_matches_nothing_is_an_error(tmp_path, capsys):
+    out = tmp_path / "o"
+    code, err = _run(
+        capsys, "--input", str(tmp_path / "none-*.avro"), "--config", SAMPLE_CONFIG, "--output", str(out)
+    )
+    assert code == 1 and err.count("\n") == 1
+    assert f"no input file matches the input pattern '{tmp_path / 'none-*.avro'}'" in err
+    assert not (out / "_SUCCESS").exists()

@@ -121,6 +121,11 @@ def read_feature_lists(
     for directory in directories:
         matches = FileSystems.match([posixpath.join(directory.rstrip("/"), "*")])[0].metadata_list
         if not matches and required:
+            if strict:  # external lists: the folder the user named
+                raise FileNotFoundError(
+                    f"external feature lists: {directory} does not exist or holds no list file; give "
+                    "a folder of files named after tensors, one entry per line"
+                )
             raise FileNotFoundError(
                 f"no feature lists in {directory}: run train mode into this output folder first"
             )
@@ -135,7 +140,12 @@ def read_feature_lists(
                     )
                 continue
             with FileSystems.open(match.path) as f:
-                lists[name] = FeatureList.from_text(f.read().decode("utf-8"), ntv=name in ntv)
+                text = f.read().decode("utf-8")
+            if strict and not text.strip():
+                raise ValueError(
+                    f"external feature list {match.path} is empty; give one entry per line (or remove it)"
+                )
+            lists[name] = FeatureList.from_text(text, ntv=name in ntv)
     return lists
 
 
