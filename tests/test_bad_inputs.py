@@ -222,3 +222,58 @@ def test_an_input_pattern_that_matches_nothing_is_an_error(tmp_path, capsys):
     assert code == 1 and err.count("\n") == 1
     assert f"no input file matches the input pattern '{tmp_path / 'none-*.avro'}'" in err
     assert not (out / "_SUCCESS").exists()
+
+
+def test_overwrite_with_another_config_leaves_no_stale_feature_lists(tmp_path):
+    from beam_tensorize.sample import AVRO2TF_CONFIG
+
+    out = tmp_path / "o"
+    assert main(["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out)]) == 0
+    assert sorted(os.listdir(out / "featureList")) == ["genreIds", "genreVector"]
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        AVRO2TF_CONFIG,
+        "--output",
+        str(out),
+        "--save_mode",
+        "overwrite",
+    ]
+    assert main(args) == 0
+    assert sorted(os.listdir(out / "featureList")) == ["genreFeatures", "genreFeatures_term"]
+    assert sorted(os.listdir(out / "metadata" / "featureListCounts")) == [
+        "genreFeatures.tsv",
+        "genreFeatures_term.tsv",
+    ]
+
+
+def test_a_failed_run_keeps_the_dead_letters_of_the_output_it_leaves(tmp_path, capsys):
+    import hashlib
+    import json
+
+    config = tmp_path / "genres2.json"
+    config.write_text(json.dumps({"features": [
+        {"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
+         "outputTensorInfo": {"name": "genres", "dtype": "string", "shape": [2]}},
+    ]}))  # fmt: skip
+    out = tmp_path / "o"
+    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out)]
+    assert main([*args, "--max_bad_records_ratio", "1"]) == 0
+    dead = out / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl"
+    digest = hashlib.md5(dead.read_bytes()).hexdigest()
+    assert len(dead.read_text().splitlines()) == 213
+    capsys.readouterr()
+    code = main([*args, "--save_mode", "overwrite", "--max_bad_records_ratio", "0.5"])
+    err = capsys.readouterr().err
+    failed = out / "deadLetters" / "trainingData" / "_failed" / "part-00000-of-00001.jsonl"
+    assert code == 1
+    assert (
+        f"213 of 300 records could not be converted (71.00% > the allowed 50.00%); nothing was committed. See the reasons in {failed}"
+        in err
+    )
+    assert hashlib.md5(dead.read_bytes()).hexdigest() == digest and (out / "_SUCCESS").exists()
+    assert len(failed.read_text().splitlines()) == 213
+    assert main([*args, "--save_mode", "overwrite", "--max_bad_records_ratio", "1"]) == 0
+    assert sorted(os.listdir(out / "deadLetters" / "trainingData")) == ["part-00000-of-00001.jsonl"]

@@ -296,7 +296,10 @@ def test_bad_records_go_to_dead_letters_and_a_failed_check_commits_nothing(spark
             max_bad_records_ratio=0.5,
             **SMALL_READS,
         )
-    assert _tree(spark_out) == before  # the old output, _SUCCESS included; no temporary files
+    after = _tree(spark_out)
+    failed = os.path.join("deadLetters", "trainingData", "_failed", "part-00000-of-00001.jsonl")
+    assert len(after.pop(failed).splitlines()) == 213  # the failed run's reasons, for inspection
+    assert after == before  # the old output, _SUCCESS and dead letters included; no temporary files
 
 
 def test_save_mode_error_fails_before_writing(spark, sample_train, tmp_path):

@@ -258,7 +258,8 @@ def test_tensorize_fails_past_bad_ratio_and_commits_nothing(tmp_path):
             _ = p | beam.Create([batch]) | Tensorize(config, str(tmp_path), max_bad_records_ratio=0.1)
     assert not (tmp_path / "_SUCCESS").exists()
     assert not (tmp_path / "trainingData" / "part-00000-of-00001.tfrecord").exists()
-    dead = (tmp_path / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text()
+    assert not (tmp_path / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").exists()
+    dead = (tmp_path / "deadLetters" / "trainingData" / "_failed" / "part-00000-of-00001.jsonl").read_text()
     assert (
         '"reason": "tensor \'x\': null value"' in dead and "record 1 of the rows starting at byte 0" in dead
     )

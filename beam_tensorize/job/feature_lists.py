@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.job.files import list_files, read_text, write_text_atomically
 from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list
 from beam_tensorize.kernels.metadata import METADATA_FILE
 
@@ -181,7 +181,22 @@ def merge_feature_lists(
 
 def write_feature_lists(lists: Mapping[str, FeatureList], output_dir: str) -> dict[str, str]:
     """Write `featureList/<tensor>` and `metadata/featureListCounts/<tensor>.tsv`, each under a
-    temporary name then renamed into place. Returns tensor name -> relative list path."""
+    temporary name then renamed into place, and remove the list and count files of an earlier
+    run that this run does not write (tensors no longer in the config): the folders then hold
+    exactly the lists the metadata names. Returns tensor name -> relative list path."""
+    kept = {
+        FEATURE_LIST_FOLDER: set(lists),
+        COUNTS_FOLDER: {f"{name}.tsv" for name, fl in lists.items() if fl.counts is not None},
+    }
+    stale = [
+        path
+        for folder, names in kept.items()
+        for path in list_files(posixpath.join(output_dir, folder, "*"))
+        if posixpath.basename(path.replace("\\", "/")) not in names
+    ]
+    if stale:
+        _LOGGER.info("Removing %d feature-list file(s) of an earlier run: %s", len(stale), stale)
+        FileSystems.delete(stale)
     paths = {}
     for name, feature_list in sorted(lists.items()):
         relative = posixpath.join(FEATURE_LIST_FOLDER, name)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import json
 import posixpath
+import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.commit import SUCCESS_FILE
+from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER
 from beam_tensorize.job.files import create_file, list_files, write_text_atomically
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 
@@ -28,6 +29,7 @@ __all__ = [
     "SPLIT_FOLDERS",
     "check_bad_records",
     "check_partition_columns",
+    "commit_dead_letters",
     "dead_letter_json",
     "describe_split",
     "extra_layouts",
@@ -42,6 +44,8 @@ SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test"
 EXECUTION_MODES = tuple(SPLIT_FOLDERS)
 DEAD_LETTER_FOLDER = "deadLetters"
 DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
+#: Where a run that failed the bad-record check leaves its dead letters (below the split's).
+FAILED_FOLDER = "_failed"
 GOOD, BAD = "good", "bad"
 
 
@@ -81,8 +85,14 @@ def ignoring_existing(split_dir: str, save_mode: str) -> bool:
 
 
 def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = False) -> dict:
-    """Write every bad record as sorted JSON lines (replacing an older file), then fail the job
-    if too many rows were bad; else the counts. (Nothing is written when ignoring.)"""
+    """Write every bad record as sorted JSON lines, then fail the job if too many rows were bad;
+    else the counts. (Nothing is written when ignoring.)
+
+    The lines go to `<folder>/_temporary/<id>.jsonl` and `write_success` moves them into place
+    with the rest of the output, so a failed run never replaces the dead letters of the output
+    it leaves as it was; a run that fails the check leaves its lines in
+    `<folder>/_failed/part-00000-of-00001.jsonl` for inspection (named in the error).
+    """
     good, lines = 0, []
     for kind, value in grouped[1]:
         if kind == GOOD:
@@ -92,14 +102,37 @@ def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = F
     lines.sort()
     if ignoring:
         return {"numRecords": good, "badRecords": len(lines)}
-    write_text_atomically(posixpath.join(folder, DEAD_LETTER_FILE), "".join(f"{line}\n" for line in lines))
+    text = "".join(f"{line}\n" for line in lines)
     bad, total = len(lines), good + len(lines)
     if bad and bad / total > max_ratio:
+        failed = posixpath.join(folder, FAILED_FOLDER, DEAD_LETTER_FILE)
+        write_text_atomically(failed, text)
         raise ValueError(
             f"{bad} of {total} records could not be converted ({bad / total:.2%} > the allowed "
-            f"{max_ratio:.2%}); nothing was committed. See the reasons in {folder}/"
+            f"{max_ratio:.2%}); nothing was committed. See the reasons in {failed}"
         )
-    return {"numRecords": good, "badRecords": bad}
+    pending = posixpath.join(folder, TEMP_FOLDER, f"{uuid.uuid4().hex}.jsonl")
+    write_text_atomically(pending, text)
+    return {"numRecords": good, "badRecords": bad, "deadLetters": pending}
+
+
+def commit_dead_letters(counts: dict, folder: str) -> None:
+    """Move this run's dead letters into `<folder>/part-00000-of-00001.jsonl` and remove the
+    leftovers of earlier runs (`_temporary/`, `_failed/`)."""
+    pending = counts.get("deadLetters")
+    if pending is None:
+        return
+    final = posixpath.join(folder, DEAD_LETTER_FILE)
+    if FileSystems.exists(final):
+        FileSystems.delete([final])
+    FileSystems.rename([pending], [final])
+    for leftover in (TEMP_FOLDER, FAILED_FOLDER):
+        path = posixpath.join(folder, leftover)
+        files = list_files(posixpath.join(path, "**"))
+        if files:
+            FileSystems.delete(files)
+        if FileSystems.exists(path):  # an emptied local folder (object stores have none)
+            FileSystems.delete([path])
 
 
 def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
@@ -129,8 +162,11 @@ def describe_split(
     return {split: info}
 
 
-def write_success(metadata_path: str, out: str, split: str, splits: dict) -> dict:
-    """Write `<out>/_SUCCESS` last; returns the job's summary dict."""
+def write_success(metadata_path: str, out: str, split: str, splits: dict, counts: dict | None = None) -> dict:
+    """Move the dead letters into place (`commit_dead_letters`), then write `<out>/_SUCCESS`
+    last; returns the job's summary dict."""
+    if counts is not None:
+        commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split))
     with create_file(posixpath.join(out, SUCCESS_FILE)):
         pass
     info = splits[split]

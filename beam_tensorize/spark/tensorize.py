@@ -344,7 +344,7 @@ def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, 
     splits = describe_split(committed, split, counts, partition_by, plan.file_format)
     extra_layouts = first_layouts(layouts) if extra else ()
     metadata = write_metadata(splits, config, out, plan.compression, mode == "train", lists, extra_layouts)
-    return write_success(metadata, out, split, splits)
+    return write_success(metadata, out, split, splits, counts)
 
 
 def _tensor_batches(batches: Iterator[pa.RecordBatch], tensors, extra=()) -> Iterator[pa.RecordBatch]:

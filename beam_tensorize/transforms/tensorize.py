@@ -247,7 +247,7 @@ class Tensorize(beam.PTransform):
             extra_columns=extra_stored,
         )
         done = metadata | "WriteSuccess" >> beam.Map(
-            write_success, out, split, beam.pvalue.AsSingleton(splits)
+            write_success, out, split, beam.pvalue.AsSingleton(splits), beam.pvalue.AsSingleton(counts)
         )
         untouched = skipped | "NothingWritten" >> beam.Map(
             lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
