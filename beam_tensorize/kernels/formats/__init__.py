@@ -8,7 +8,6 @@
 See `beam_tensorize.kernels.formats.base` for the protocol and how to add a format.
 """
 
-# Registration order is detection order: the formats with magic bytes first.
 from beam_tensorize.kernels.formats.avro import AvroFormat
 from beam_tensorize.kernels.formats.base import (
     AUTO,

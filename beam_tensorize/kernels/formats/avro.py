@@ -29,10 +29,8 @@ __all__ = ["AvroFormat"]
 class AvroFormat(InputFormat):
     """Avro container files (magic `Obj\\x01`), every codec of `beam_tensorize.kernels.avro`."""
 
+    magic = avro.MAGIC
     name, kind = "avro", "Avro"
-
-    def matches(self, head: bytes) -> bool:
-        return head.startswith(avro.MAGIC)
 
     def plan_splits(self, f: BinaryIO | None, path: str, size: int, split_bytes: int) -> list[Split]:
         return [Split(path, start, end) for start, end in avro.split_ranges(size, split_bytes)]

@@ -80,10 +80,15 @@ class InputFormat:
     name: ClassVar[str] = ""
     kind: ClassVar[str] = ""
 
+    #: The bytes every file of the format starts with (then `matches` needs no override).
+    magic: ClassVar[bytes] = b""
+
     def matches(self, head: bytes) -> bool:
         """Whether a file starting with `head` (up to `HEAD_BYTES`, fewer for a short file)
-        is of this format."""
-        raise NotImplementedError
+        is of this format: by default, whether it starts with `magic`."""
+        if not self.magic:
+            raise NotImplementedError(f"{type(self).__name__} sets no magic bytes: override matches()")
+        return head.startswith(self.magic)
 
     def plan_splits(self, f: BinaryIO | None, path: str, size: int, split_bytes: int) -> list[Split]:
         """The splits of one file, in file order; `f` is the open file (None when the format

@@ -44,11 +44,9 @@ MAGIC = b"ORC"
 class ORCFormat(InputFormat):
     """ORC files (magic `ORC`): every type pyarrow reads, nested lists, structs and maps."""
 
+    magic = MAGIC
     name, kind = "orc", "ORC"
     needs_file_to_plan = True
-
-    def matches(self, head: bytes) -> bool:
-        return head.startswith(MAGIC)
 
     def plan_splits(self, f: BinaryIO | None, path: str, size: int, split_bytes: int) -> list[Split]:
         stripes = _open(f, path).nstripes

@@ -64,11 +64,9 @@ def leaf_paths(t: pa.DataType, path: tuple[str, ...] = ()) -> Iterator[tuple[str
 class ParquetFormat(InputFormat):
     """Parquet files (magic `PAR1`): every type pyarrow reads, nested lists, structs and maps."""
 
+    magic = MAGIC
     name, kind = "parquet", "Parquet"
     needs_file_to_plan = True
-
-    def matches(self, head: bytes) -> bool:
-        return head.startswith(MAGIC)
 
     def plan_splits(self, f: BinaryIO | None, path: str, size: int, split_bytes: int) -> list[Split]:
         metadata = _open(f, path).metadata
