@@ -31,7 +31,7 @@ from beam_tensorize.io import ReadTable
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
-from beam_tensorize.job.preflight import check_output_writable
+from beam_tensorize.job.preflight import check_output_writable, check_same_config
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
@@ -390,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_pipeline(pipeline, spec)
         if not pipeline_options.view_as(TestOptions).dry_run:
             check_output_writable(spec.output)
+            check_same_config(spec)
     except (ConfigError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -277,3 +277,58 @@ def test_a_failed_run_keeps_the_dead_letters_of_the_output_it_leaves(tmp_path, c
     assert len(failed.read_text().splitlines()) == 213
     assert main([*args, "--save_mode", "overwrite", "--max_bad_records_ratio", "1"]) == 0
     assert sorted(os.listdir(out / "deadLetters" / "trainingData")) == ["part-00000-of-00001.jsonl"]
+
+
+def test_a_validation_run_with_another_config_is_refused_and_damages_nothing(tmp_path, capsys):
+    import hashlib
+    import json
+
+    from beam_tensorize.sample import AVRO2TF_CONFIG
+
+    out = tmp_path / "o"
+    assert main(["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out)]) == 0
+    metadata = out / "metadata" / "tensor_metadata.json"
+    recorded = json.loads(metadata.read_text())
+    assert (
+        len(recorded["configFingerprint"]) == 64
+        and recorded["config"]["features"][0]["outputTensorInfo"]["name"] == "userId"
+    )
+    before = hashlib.md5(metadata.read_bytes()).hexdigest()
+    capsys.readouterr()
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        AVRO2TF_CONFIG,
+        "--output",
+        str(out),
+        "--execution_mode",
+        "validation",
+    ]
+    code, err = _run(capsys, *args)
+    assert code == 2
+    assert err.startswith(f"error: the output {out} was written with another config (added movieId_hashed, ")
+    assert "removed genreIds" in err and err.endswith(
+        "give its config, or write to another --output (a train run may replace an output that holds only "
+        "trainingData with --save_mode overwrite)\n"
+    )
+    assert hashlib.md5(metadata.read_bytes()).hexdigest() == before
+    assert not (out / "validationData").exists()
+    # The same config, spelled differently (defaults written out), is the same config.
+    spelled = tmp_path / "spelled.json"
+    spelled.write_text(json.dumps(recorded["config"]))
+    assert (
+        main(
+            [
+                "--input",
+                SAMPLE_AVRO,
+                "--config",
+                str(spelled),
+                "--output",
+                str(out),
+                "--execution_mode",
+                "validation",
+            ]
+        )
+        == 0
+    )

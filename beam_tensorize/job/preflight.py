@@ -20,8 +20,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.job.commit import TEMP_FOLDER
 from beam_tensorize.job.files import create_file, list_files
+from beam_tensorize.job.metadata import read_metadata
+from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.kernels.metadata import config_differences, config_fingerprint
 
-__all__ = ["check_output_writable"]
+__all__ = ["check_output_writable", "check_same_config"]
 
 #: Seconds the write probe may take (an unreachable object store retries for minutes).
 PROBE_TIMEOUT = 60.0
@@ -65,3 +68,28 @@ def check_output_writable(output: str, timeout: float = PROBE_TIMEOUT) -> None:
             f"cannot write to the output {output}: {type(err).__name__}: {err}; check that it is a "
             "folder you may write to (and the credentials of its file system)"
         ) from None
+
+
+def check_same_config(spec: TensorizeSpec) -> None:
+    """Refuse a run whose config differs from the one an existing output was written with,
+    unless it is a train run overwriting an output that holds only the train split (then the
+    output is replaced whole). Another config would make the metadata describe splits it did
+    not write (validation / test), or mix ids of two configs in one split (append).
+
+    Raises:
+        ValueError: the configs differ; the message names the tensors that differ.
+    """
+    metadata = read_metadata(spec.output)
+    if not metadata or "configFingerprint" not in metadata:
+        return
+    if metadata["configFingerprint"] == config_fingerprint(spec.config):
+        return
+    splits = set(metadata.get("data", {}))
+    if spec.execution_mode == "train" and spec.save_mode == "overwrite" and splits <= {spec.split}:
+        return
+    differences = ", ".join(config_differences(spec.config, metadata.get("config", {})))
+    raise ValueError(
+        f"the output {spec.output} was written with another config ({differences}); give its config, "
+        "or write to another --output (a train run may replace an output that holds only trainingData "
+        "with --save_mode overwrite)"
+    )

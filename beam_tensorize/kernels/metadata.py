@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
@@ -23,7 +24,14 @@ from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
 from beam_tensorize.kernels.features.hashing import hashing_description
 from beam_tensorize.kernels.features.vocab import FeatureList
 
-__all__ = ["FORMAT_VERSION", "METADATA_FILE", "build_metadata", "metadata_json"]
+__all__ = [
+    "config_differences",
+    "config_fingerprint",
+    "FORMAT_VERSION",
+    "METADATA_FILE",
+    "build_metadata",
+    "metadata_json",
+]
 
 FORMAT_VERSION = 1
 #: Path of the metadata document below the output folder.
@@ -148,6 +156,8 @@ def build_metadata(
 
     return {
         "formatVersion": FORMAT_VERSION,
+        "config": config.to_json_dict(),
+        "configFingerprint": config_fingerprint(config),
         "recordType": record_type,
         "compression": compression.upper() if compression != "none" else "NONE",
         "features": [entry(t) for t in config.features],
@@ -155,6 +165,28 @@ def build_metadata(
         "extraColumns": [_extra_entry(layout) for layout in extra_columns],
         "data": {name: dict(info) for name, info in sorted((splits or {}).items())},
     }
+
+
+def config_fingerprint(config: TensorizeConfig) -> str:
+    """SHA-256 of the normalized config (`TensorizeConfig.to_json_dict`, keys sorted): equal for
+    configs that mean the same, whatever their formatting or omitted defaults."""
+    text = json.dumps(config.to_json_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def config_differences(config: TensorizeConfig, recorded: Mapping) -> list[str]:
+    """What differs between `config` and a config recorded in metadata (`to_json_dict` form),
+    tensor by tensor: `added x`, `removed y`, `changed z`."""
+
+    def by_name(document: Mapping) -> dict[str, dict]:
+        entries = list(document.get("features", [])) + list(document.get("labels", []))
+        return {e["outputTensorInfo"]["name"]: e for e in entries}
+
+    now, before = by_name(config.to_json_dict()), by_name(recorded)
+    found = [f"added {n}" for n in now if n not in before]
+    found += [f"removed {n}" for n in before if n not in now]
+    found += [f"changed {n}" for n in now if n in before and now[n] != before[n]]
+    return found or ["tensors in another order"]
 
 
 def _extra_entry(layout: FeatureLayout) -> dict:

@@ -71,6 +71,7 @@ from beam_tensorize.job.finish import (
     write_success,
 )
 from beam_tensorize.job.metadata import write_metadata
+from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
@@ -219,6 +220,7 @@ def tensorize_spark(
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
+    check_same_config(spec)
     config, out, mode, split, split_dir = (
         spec.config,
         spec.output,
