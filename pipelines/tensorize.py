@@ -77,8 +77,9 @@ class TensorizeOptions(PipelineOptions):
         parser.add_argument(
             "--execution_mode",
             default="train",
-            choices=EXECUTION_MODES,
-            help="train writes trainingData/, validation validationData/, test testData/.",
+            choices=(*EXECUTION_MODES, "training"),
+            help="train (or Avro2TF's training) writes trainingData/, validation validationData/, "
+            "test testData/.",
         )
         parser.add_argument(
             "--output_format",
@@ -197,6 +198,8 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
     groups = []
     if options.tensors_sharing_feature_lists:
         for group in options.tensors_sharing_feature_lists.split(";"):
+            if not group.strip():  # a trailing ';', as Avro2TF allows
+                continue
             names = [n.strip() for n in group.split(",") if n.strip()]
             if len(names) < 2:
                 raise ValueError(

@@ -74,7 +74,7 @@ def test_sample_run_layout(sample_run):
     ]
     assert sorted(os.listdir(sample_run / "featureList")) == ["genreIds", "genreVector"]
     assert (sample_run / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text() == ""
-    assert os.listdir(sample_run / "trainingData") == ["part-00000-of-00001.tfrecord"]
+    assert sorted(os.listdir(sample_run / "trainingData")) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]
     metadata = json.loads((sample_run / "metadata" / "tensor_metadata.json").read_text())
     assert [t["name"] for t in metadata["features"]] == [
         "userId",
@@ -193,7 +193,8 @@ def test_movielens_avro2tf_config_supported_tensors(tmp_path, sample_records):
     ]
     assert main(args) == 0
     assert sorted(os.listdir(out / "trainingData")) == [
-        f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)
+        "_SUCCESS",
+        *(f"part-0000{i}-of-00003.tfrecord.gz" for i in range(3)),
     ]
     rows = _parsed_rows(out)
     got = sorted((r["userId"][0], float(r["response"])) for r in rows)
@@ -223,7 +224,7 @@ def test_existing_output_fails_without_overwrite(tmp_path, sample_run, capsys):
     assert main(args) == 1
     err = capsys.readouterr().err
     assert f"error: the job failed; {out} holds no new complete output:" in err
-    assert f"{out}/trainingData already holds 1 file(s)" in err
+    assert f"{out}/trainingData already holds 2 file(s)" in err
     assert main([*args, "--save_mode", "overwrite"]) == 0
 
 
@@ -255,6 +256,7 @@ def test_partition_by_writes_the_hive_layout_and_every_row_reads_back(tmp_path, 
     assert main(["--partition_by", "numGenres", "--num_shards", "2", "--output", str(out)]) == 0
     data = out / "trainingData"
     folders = sorted(os.listdir(data))
+    assert folders.pop(0) == "_SUCCESS"  # as Avro2TF writes it
     assert folders == [f"numGenres={n}" for n in range(1, 7)]
     assert all(
         sorted(os.listdir(data / f)) == ["part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"]
@@ -301,3 +303,25 @@ def test_save_mode_ignore_leaves_an_existing_output_alone(tmp_path, capsys):
         in capsys.readouterr().out
     )
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_avro2tf_spellings_training_and_a_trailing_group_separator(tmp_path):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.tensorize import TensorizeOptions, _resolve
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"features": [
+        {"inputFeatureInfo": {"columnExpr": "genreFeatures.term"}, "outputTensorInfo": {"name": "a", "dtype": "long", "shape": [-1]}},
+        {"inputFeatureInfo": {"columnExpr": "lower(genreFeatures.term)"}, "outputTensorInfo": {"name": "b", "dtype": "long", "shape": [-1]}},
+    ]}))  # fmt: skip
+    argv = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(tmp_path / "o"),
+            "--execution_mode", "training", "--tensors_sharing_feature_lists", "a,b;"]  # fmt: skip
+    spec = _resolve(PipelineOptions(argv).view_as(TensorizeOptions))
+    assert (spec.execution_mode, spec.split) == ("train", "trainingData")
+    assert spec.shared_feature_lists == (("a", "b"),)
+    assert main(argv) == 0
+    assert sorted(os.listdir(tmp_path / "o" / "featureList")) == ["a", "b"]
+    assert (tmp_path / "o" / "featureList" / "a").read_text() == (
+        tmp_path / "o" / "featureList" / "b"
+    ).read_text()

@@ -596,12 +596,6 @@ ERROR_CASES = [
         id="input-both",
     ),
     pytest.param(
-        _doc(_with_input({"transformConfig": {}})),
-        "features[0].inputFeatureInfo",
-        "expected columnExpr or columnConfig; give one",
-        id="input-neither",
-    ),
-    pytest.param(
         _doc(_with_input(["x"])),
         "features[0].inputFeatureInfo",
         "expected an inputFeatureInfo object with columnExpr or columnConfig, got a list",
@@ -984,3 +978,27 @@ def test_model_normalizes_sequences() -> None:
     with pytest.raises(ValueError, match="duplicate tensor name 'x'"):
         TensorizeConfig(features=[tensor], labels=[tensor])  # type: ignore[arg-type]
     assert TensorizeConfig(features=[tensor]).features == (tensor,)  # type: ignore[arg-type]
+
+
+def test_an_input_feature_info_with_only_a_transform_config_reads_the_tensor_named_column():
+    """Avro2TF's default: no columnExpr / columnConfig means the column named like the tensor."""
+    config = parse_config(
+        {
+            "features": [
+                {
+                    "inputFeatureInfo": {"transformConfig": {"hashInfo": {"hashBucketSize": 10}}},
+                    "outputTensorInfo": {"name": "movieId", "dtype": "long", "shape": []},
+                },
+                {
+                    "inputFeatureInfo": {},
+                    "outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []},
+                },
+            ]
+        }
+    )
+    movie, user = config.tensors
+    assert (movie.input.column_expr, movie.input.transform_config.hash_info.hash_bucket_size) == (
+        "movieId",
+        10,
+    )
+    assert user.input.column_expr == "userId"

@@ -109,12 +109,12 @@ def test_the_cli_writes_its_whole_layout_to_s3(s3, capsys):
     out = f"s3://{BUCKET}/tensorized"
     assert main(["--output", out, "--num_shards", "2", "--partition_by", "numGenres", *flags]) == 0
     objects = _objects(client, "tensorized/")
-    assert objects["_SUCCESS"] == 0
+    assert objects["_SUCCESS"] == objects["trainingData/_SUCCESS"] == 0
     assert objects["deadLetters/trainingData/part-00000-of-00001.jsonl"] == 0  # no bad rows
     assert {"metadata/tensor_metadata.json", "featureList/genreIds", "featureList/genreVector"} <= set(
         objects
     )
-    assert sorted({k.split("/")[1] for k in objects if k.startswith("trainingData/")}) == [
+    assert sorted({k.split("/")[1] for k in objects if k.startswith("trainingData/")} - {"_SUCCESS"}) == [
         f"numGenres={n}" for n in range(1, 7)
     ]
     rows = _rows(f"{out}/trainingData", flags)

@@ -307,7 +307,7 @@ def test_save_mode_error_fails_before_writing(spark, sample_train, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(spark_train, out)
     before = _tree(out)
-    with pytest.raises(FileExistsError, match=r"trainingData already holds 3 file\(s\)"):
+    with pytest.raises(FileExistsError, match=r"trainingData already holds 4 file\(s\)"):
         tensorize_spark(spark, avro_file, config, str(out))
     assert _tree(out) == before
 
@@ -341,6 +341,7 @@ def test_partition_by_same_files_as_beam(spark, small_blocks, tmp_path):
     result = tensorize_spark(spark, small_blocks, config, str(tmp_path / "spark"), **options)
     _assert_same_output(tmp_path / "beam", tmp_path / "spark")
     folders = sorted(os.listdir(tmp_path / "spark" / "trainingData"))
+    assert folders.pop(0) == "_SUCCESS"  # as Avro2TF writes it
     assert folders == [f"numGenres={n}" for n in range(1, 7)]
     # Up to 2 files per folder: which shards a small folder gets depends on the file's path.
     assert result["numRecords"] == 300 and 6 < len(result["files"]) <= 12
@@ -351,7 +352,7 @@ def test_partition_by_same_files_as_beam(spark, small_blocks, tmp_path):
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"mode": "training"}, "execution_mode 'training' is not one of train, validation, test"),
+        ({"mode": "trial"}, "execution_mode 'trial' is not one of train, validation, test"),
         ({"num_shards": 0}, "num_shards must be a positive integer, got 0"),
         ({"compression": "lzo"}, "compression 'lzo' is not one of none, gzip, zlib"),
         ({"shared_feature_lists": [["genreIds", "nope"]]}, "unknown tensor 'nope'"),

@@ -324,7 +324,9 @@ def _input_feature_info(ctx: _Ctx, value: Any, path: str, name: str) -> InputFea
     if expr is not _MISSING and config is not _MISSING:
         raise ctx.error(path, "columnExpr and columnConfig are exclusive; give one")
     if expr is _MISSING and config is _MISSING:
-        raise ctx.error(path, "expected columnExpr or columnConfig; give one")
+        # Avro2TF: an inputFeatureInfo with only a transformConfig reads the column named like
+        # the tensor.
+        expr = name
     transform = _optional(
         obj,
         path,
@@ -333,7 +335,12 @@ def _input_feature_info(ctx: _Ctx, value: Any, path: str, name: str) -> InputFea
         TransformConfig(),
     )
     if expr is not _MISSING:
-        text, ast = _column_expr(ctx, expr, _child(path, "columnExpr"))
+        note = (
+            ""
+            if _get(obj, "columnExpr") is not _MISSING
+            else " (columnExpr defaults to outputTensorInfo.name)"
+        )
+        text, ast = _column_expr(ctx, expr, _child(path, "columnExpr"), note)
         return InputFeatureInfo(column_expr=text, column_expr_ast=ast, transform_config=transform)
     return InputFeatureInfo(
         column_config=_column_config(ctx, config, _child(path, "columnConfig")),

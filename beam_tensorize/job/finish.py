@@ -163,12 +163,13 @@ def describe_split(
 
 
 def write_success(metadata_path: str, out: str, split: str, splits: dict, counts: dict | None = None) -> dict:
-    """Move the dead letters into place (`commit_dead_letters`), then write `<out>/_SUCCESS`
-    last; returns the job's summary dict."""
+    """Move the dead letters into place (`commit_dead_letters`), then write
+    `<out>/<split>/_SUCCESS` and `<out>/_SUCCESS` last; returns the job's summary dict."""
     if counts is not None:
         commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split))
-    with create_file(posixpath.join(out, SUCCESS_FILE)):
-        pass
+    for folder in (posixpath.join(out, split), out):  # the split's too, as Avro2TF writes it
+        with create_file(posixpath.join(folder, SUCCESS_FILE)):
+            pass
     info = splits[split]
     return {
         "output": out,

@@ -33,6 +33,9 @@ from beam_tensorize.kernels.features.extract import input_columns
 
 __all__ = ["TensorizeSpec"]
 
+#: Other names of execution modes (Avro2TF's `training`).
+_MODE_ALIASES = {"training": "train"}
+
 
 def _positive(name: str, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -57,7 +60,7 @@ class TensorizeSpec:
         output: the output folder (local, gs://, s3://, ...).
         inputs: input files or globs (readers only; `Tensorize` gets batches).
         input_format: "auto", "avro", "parquet", "orc" or "tfrecord".
-        execution_mode: "train", "validation" or "test".
+        execution_mode: "train" (or Avro2TF's "training"), "validation" or "test".
         output_format: "tfrecord" or "parquet".
         num_shards: data files per folder.
         compression: the data files' compression (None: the format's default, "none" for
@@ -113,6 +116,7 @@ class TensorizeSpec:
         set_(self, "inputs", inputs)
         if self.input_format != formats.AUTO:
             formats.get_format(self.input_format)
+        set_(self, "execution_mode", _MODE_ALIASES.get(self.execution_mode, self.execution_mode))
         if self.execution_mode not in SPLIT_FOLDERS:
             raise ValueError(
                 f"execution_mode {self.execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}"
