@@ -363,3 +363,20 @@ def test_decimal_columns_convert_to_integer_and_float_tensors():
     assert result.features.to_pydict() == {"d": [[1]], "f": [[1.0]]}
     assert list(result.bad_rows) == [1, 2]
     assert "null" in result.reasons[0] and "whole number" in result.reasons[1]
+
+
+def test_large_longs_convert_to_float_tensors_as_spark_casts_them():
+    import numpy as np
+
+    big = 2 * 10**18 + 1  # not exactly representable as a double
+    batch = pa.RecordBatch.from_pydict(
+        {"j": pa.array([big, 5], pa.int64()), "k": pa.array([big, 7], pa.int64())}
+    )
+    layouts = [
+        FeatureLayout.for_tensor("j", "double", (), False),
+        FeatureLayout.for_tensor("k", "float", (), False),
+    ]
+    result = to_feature_columns(batch, layouts)
+    assert list(result.bad_rows) == []
+    expected = [[float(np.float32(float(big)))], [5.0]]
+    assert result.features.to_pydict() == {"j": expected, "k": [expected[0], [7.0]]}

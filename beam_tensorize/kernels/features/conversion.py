@@ -382,7 +382,8 @@ def _convert_values(
         return values.cast(pa.int64(), safe=False)
     # float32
     if pa.types.is_boolean(source) or pa.types.is_integer(source) or pa.types.is_decimal(source):
-        return values.cast(pa.float64()).cast(pa.float32())
+        # Spark casts a long to a float rounding to the nearest (Avro2TF labels hold 2e18 job ids).
+        return values.cast(pa.float64(), safe=False).cast(pa.float32(), safe=False)
     if not pa.types.is_floating(source):
         raise FeatureDataError(f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}")
     as_float = np.asarray(values.cast(pa.float64()))
