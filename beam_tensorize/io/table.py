@@ -8,13 +8,11 @@ from collections.abc import Iterable, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
-from beam_tensorize.job.files import match_files
+from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
@@ -131,10 +129,6 @@ def read_splits(
     )
 
 
-def _open(path: str):
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-
-
 class _PlanSplitsFn(beam.DoFn):
     """(path, size) -> (format, split) for each split of the file."""
 
@@ -144,20 +138,8 @@ class _PlanSplitsFn(beam.DoFn):
 
     def process(self, file: tuple[str, int]) -> Iterable[tuple[InputFormat, Split]]:
         path, size = file
-        fmt = self._format
-        if fmt is not None and not fmt.needs_file_to_plan:
-            # No need to open the file here (Avro plans from the size); the reader checks it.
-            yield from ((fmt, split) for split in fmt.plan_splits(None, path, size, self._split_bytes))
-            return
-        with _open(path) as f:
-            head = f.read(formats.HEAD_BYTES)
-            if fmt is None:
-                fmt = formats.detect_format(head, path)
-            elif size:
-                formats.check_format(fmt, head, path)
-            f.seek(0)
-            planned = fmt.plan_splits(f if fmt.needs_file_to_plan else None, path, size, self._split_bytes)
-        for split in planned:
+        fmt, splits = formats.plan_file(open_file, path, size, self._format, self._split_bytes)
+        for split in splits:
             yield fmt, split
 
 
@@ -173,7 +155,7 @@ class _ReadSplitFn(beam.DoFn):
 
     def process(self, element: tuple[InputFormat, Split]) -> Iterable[pa.RecordBatch]:
         fmt, split = element
-        with _open(split.path) as f:
+        with open_file(split.path) as f:
             for item in fmt.read_split(f, split, self._columns, self._batch_rows):
                 if isinstance(item, dict):
                     self._bad.inc()

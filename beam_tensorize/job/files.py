@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["create_file", "list_files", "match_files", "read_text", "write_text_atomically"]
+__all__ = ["create_file", "list_files", "match_files", "open_file", "read_text", "write_text_atomically"]
 
 
 class _LazyWriter:
@@ -79,6 +79,11 @@ def create_file(path: str) -> Iterator[_LazyWriter]:
             writer._file.close()
         raise
     writer.close()
+
+
+def open_file(path: str):
+    """`path` opened for reading as raw bytes, whatever its name says (no decompression)."""
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 def write_text_atomically(path: str, text: str) -> None:

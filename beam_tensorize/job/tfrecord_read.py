@@ -26,10 +26,8 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import pyarrow as pa
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
-from beam_tensorize.job.files import list_files
+from beam_tensorize.job.files import list_files, open_file
 from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES, SchemaInference
 from beam_tensorize.kernels.tfrecord.files import FileReading, file_records, relative_path
@@ -96,7 +94,7 @@ def _partition_values(files: TFRecordFiles) -> dict[str, list[str | None]]:
 
 
 def _open_records(path: str, compression: str, verify_crc: bool, on_corrupt=None) -> Iterator[bytes]:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+    with open_file(path) as raw:
         yield from file_records(raw, path, compression, verify_crc, on_corrupt)
 
 

@@ -28,6 +28,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
+from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.provenance import source_of, source_unit, with_source
 from beam_tensorize.spark._options import flag, lowered, positive
@@ -135,25 +136,15 @@ class TableDataSource(DataSource):
         self._provenance = flag(opts, "provenance", False, self.name())
 
     def _files(self) -> list[tuple[str, int]]:
-        from beam_tensorize.job.files import match_files
-
         kind = self._format.kind if self._format is not None else "input"
         return [file for pattern in self._patterns for file in match_files(pattern, kind)]
 
-    def _format_of(self, f, path: str, size: int) -> formats.InputFormat:
-        """The file's format (told from its first bytes with `auto`); `f` is left at its start."""
-        head = f.read(formats.HEAD_BYTES)
-        f.seek(0)
-        if self._format is None:
-            return formats.detect_format(head, path)
-        if size and self._format.name != "avro":  # the Avro reader names a bad magic itself
-            formats.check_format(self._format, head, path)
-        return self._format
-
     def schema(self) -> StructType:
         path, size = self._files()[0]
-        with _open(path) as f:
-            arrow_schema = self._format_of(f, path, size).read_schema(f, path, self._columns)
+        with open_file(path) as f:
+            fmt = formats.resolve_format(f.read(formats.HEAD_BYTES), path, size, self._format)
+            f.seek(0)
+            arrow_schema = fmt.read_schema(f, path, self._columns)
         fields = [_spark_field(field, path) for field in arrow_schema]
         if self._provenance:
             fields += _PROVENANCE_FIELDS
@@ -184,13 +175,6 @@ class AvroDataSource(TableDataSource):
         return AVRO_FORMAT
 
 
-def _open(path: str):
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-
-
 class _TableReader(DataSourceReader):
     def __init__(self, source: TableDataSource, schema: StructType):
         self._source = source
@@ -200,13 +184,7 @@ class _TableReader(DataSourceReader):
         source = self._source
         splits = []
         for path, size in source._files():
-            fmt = source._format
-            if fmt is not None and not fmt.needs_file_to_plan:
-                planned = fmt.plan_splits(None, path, size, source._split_bytes)
-            else:
-                with _open(path) as f:
-                    fmt = source._format_of(f, path, size)
-                    planned = fmt.plan_splits(f, path, size, source._split_bytes)
+            fmt, planned = formats.plan_file(open_file, path, size, source._format, source._split_bytes)
             splits += [_TableSplit(fmt, split) for split in planned]
         return splits
 
@@ -216,7 +194,7 @@ class _TableReader(DataSourceReader):
         data_schema = pa.schema([f for f in target if f.name not in _PROVENANCE_NAMES])
         split = partition.split
         path = split.path
-        with _open(path) as f:
+        with open_file(path) as f:
             for batch in partition.format.read_split(f, split, source._columns, source._batch_rows):
                 data = _cast(batch.replace_schema_metadata(None), data_schema, path)
                 if source._provenance:

@@ -17,8 +17,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
@@ -39,7 +37,7 @@ from beam_tensorize.job.commit import (
     commit_files,
     delete_temporary,
 )
-from beam_tensorize.job.files import create_file
+from beam_tensorize.job.files import create_file, open_file
 from beam_tensorize.job.tfrecord_read import TFRecordRead
 from beam_tensorize.kernels.partitions import parse_partition_path, split_by_partition
 from beam_tensorize.kernels.shards import serialize_records
@@ -171,7 +169,7 @@ class _TFRecordReader(DataSourceReader):
         return [_TFRecordFile(path) for path in self._paths]
 
     def read(self, partition: _TFRecordFile) -> Iterator[pa.RecordBatch]:
-        with FileSystems.open(partition.path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+        with open_file(partition.path) as raw:
             for batch in read_file_batches(raw, partition.path, self._reading):
                 yield batch.select(self._target.names).cast(self._target)
 

@@ -21,8 +21,10 @@ from beam_tensorize.kernels.formats.base import (
     detect_format,
     format_names,
     get_format,
+    plan_file,
     project_schema,
     register_format,
+    resolve_format,
 )
 from beam_tensorize.kernels.formats.orc import ORCFormat
 from beam_tensorize.kernels.formats.parquet import ParquetFormat
@@ -44,6 +46,8 @@ __all__ = [
     "detect_format",
     "format_names",
     "get_format",
+    "plan_file",
     "project_schema",
     "register_format",
+    "resolve_format",
 ]

@@ -29,7 +29,7 @@ Example, a toy format of text files holding one integer per line::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, ClassVar, NamedTuple
 
 import pyarrow as pa
@@ -48,8 +48,10 @@ __all__ = [
     "detect_format",
     "format_names",
     "get_format",
+    "plan_file",
     "project_schema",
     "register_format",
+    "resolve_format",
 ]
 
 #: `format="auto"`: tell each file's format from its first bytes.
@@ -196,6 +198,30 @@ def check_format(fmt: InputFormat, head: bytes, path: str) -> None:
     raise ValueError(
         f"{path}: not {article} {fmt.kind} file ({seems}); check the input path or the input format"
     )
+
+
+def resolve_format(head: bytes, path: str, size: int, fmt: InputFormat | None) -> InputFormat:
+    """The format of a file starting with `head`: told from those bytes (`fmt` None), or `fmt`
+    checked against them (an empty file is not checked: the format decides what it holds)."""
+    if fmt is None:
+        return detect_format(head, path)
+    if size:
+        check_format(fmt, head, path)
+    return fmt
+
+
+def plan_file(
+    open_file: Callable[[str], BinaryIO], path: str, size: int, fmt: InputFormat | None, split_bytes: int
+) -> tuple[InputFormat, list[Split]]:
+    """The format and the splits of one file (`resolve_format`, then `plan_splits`). The file is
+    opened with `open_file` only when needed: a given format that plans from the size alone
+    (Avro) is checked by its reader instead."""
+    if fmt is not None and not fmt.needs_file_to_plan:
+        return fmt, fmt.plan_splits(None, path, size, split_bytes)
+    with open_file(path) as f:
+        fmt = resolve_format(f.read(HEAD_BYTES), path, size, fmt)
+        f.seek(0)
+        return fmt, fmt.plan_splits(f if fmt.needs_file_to_plan else None, path, size, split_bytes)
 
 
 def project_schema(schema: pa.Schema, columns: Sequence[str] | None, path: str) -> pa.Schema:
