@@ -35,6 +35,7 @@ __all__ = [
     "check_target",
     "commit_files",
     "delete_temporary",
+    "remove_empty_temporary",
     "existing_files",
     "shard_file_name",
 ]
@@ -194,7 +195,12 @@ def _make_folder(folder: str) -> None:
 def delete_temporary(plan: CommitPlan) -> None:
     """Remove this job's temporary folder (and `_temporary/` once empty)."""
     _delete_quietly(plan.temp_dir)
-    temp_root = posixpath.join(plan.directory, TEMP_FOLDER)
+    remove_empty_temporary(plan.directory)
+
+
+def remove_empty_temporary(directory: str) -> None:
+    """Remove `<directory>/_temporary/` when it holds no file (other jobs may be writing there)."""
+    temp_root = posixpath.join(directory, TEMP_FOLDER)
     if not _files_under(temp_root):
         _delete_quietly(temp_root)
 

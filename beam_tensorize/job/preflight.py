@@ -18,8 +18,8 @@ import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tensorize.job.commit import TEMP_FOLDER
-from beam_tensorize.job.files import create_file, list_files
+from beam_tensorize.job.commit import TEMP_FOLDER, remove_empty_temporary
+from beam_tensorize.job.files import create_file
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.metadata import config_differences, config_fingerprint
@@ -40,8 +40,7 @@ def check_output_writable(output: str, timeout: float = PROBE_TIMEOUT) -> None:
     """
     if "://" not in output and os.path.isfile(output):
         raise ValueError(f"the output {output} is a file, not a folder: choose a folder for --output")
-    temp_root = posixpath.join(output.rstrip("/"), TEMP_FOLDER)
-    probe = posixpath.join(temp_root, f".probe-{uuid.uuid4().hex}")
+    probe = posixpath.join(output.rstrip("/"), TEMP_FOLDER, f".probe-{uuid.uuid4().hex}")
     failure: list[BaseException] = []
 
     def write_and_delete() -> None:
@@ -49,8 +48,7 @@ def check_output_writable(output: str, timeout: float = PROBE_TIMEOUT) -> None:
             with create_file(probe) as f:
                 f.write(b"probe")
             FileSystems.delete([probe])
-            if not list_files(posixpath.join(temp_root, "**")):
-                FileSystems.delete([temp_root])
+            remove_empty_temporary(output)
         except BaseException as err:  # noqa: BLE001 - reported below, whatever it is
             failure.append(err)
 

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from beam_tensorize.kernels.arrow_types import list_lengths
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 
 __all__ = ["PARQUET_COMPRESSIONS", "ROW_GROUP_ROWS", "tensor_columns", "write_parquet_shard"]
@@ -56,10 +57,6 @@ def _offsets(lengths: np.ndarray) -> pa.Array:
     return pa.array(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int32))
 
 
-def _lengths(column: pa.Array) -> np.ndarray:
-    return np.diff(np.asarray(column.offsets)) if len(column) else np.zeros(0, np.int64)
-
-
 def _leaf_type(layout: FeatureLayout) -> pa.DataType:
     if layout.value_type in _LEAF_TYPES:
         return _LEAF_TYPES[layout.value_type]
@@ -74,13 +71,13 @@ def _tensor_column(features: pa.RecordBatch, layout: FeatureLayout) -> pa.Array:
         return leaves
     row_lengths = dict(layout.row_length_keys())
     # Per-row element counts, innermost dimension first, then nesting from the inside out.
-    counts = _lengths(values)
+    counts = list_lengths(values)
     nested = leaves
     for dim in range(len(layout.shape) - 1, 0, -1):
         if dim in row_lengths:
             column = features.column(row_lengths[dim])
             sizes = column.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
-            counts = _lengths(column)
+            counts = list_lengths(column)
         else:
             sizes = np.full(len(nested) // max(layout.shape[dim], 1), layout.shape[dim], np.int64)
             counts = counts // max(layout.shape[dim], 1)
@@ -99,7 +96,7 @@ def tensor_columns(features: pa.RecordBatch, layouts: Sequence[FeatureLayout]) -
                 column = features.column(key)
                 names.append(key)
                 columns.append(
-                    pa.ListArray.from_arrays(_offsets(_lengths(column)), column.flatten().cast(leaf))
+                    pa.ListArray.from_arrays(_offsets(list_lengths(column)), column.flatten().cast(leaf))
                 )
         else:
             names.append(layout.name)

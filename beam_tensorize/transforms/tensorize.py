@@ -113,20 +113,6 @@ class Tensorize(beam.PTransform):
         spec = TensorizeSpec.of(config, output_dir, **settings)
         #: The job's settings, validated.
         self.spec = spec
-        self._config = spec.config
-        self._output_dir = spec.output
-        self._mode = spec.execution_mode
-        self._split = spec.split
-        self._shared = spec.shared_feature_lists
-        self._external = spec.external_feature_lists
-        self._filter_zeros = spec.filter_zeros
-        self._extra = spec.extra_columns
-        self._num_shards = spec.num_shards
-        self._compression = spec.compression
-        self._output_format = spec.output_format
-        self._save_mode = spec.save_mode
-        self._max_bad_ratio = spec.max_bad_records_ratio
-        self._partition_by = spec.partition_by
 
     def display_data(self) -> dict:
         spec = self.spec
@@ -145,47 +131,48 @@ class Tensorize(beam.PTransform):
         return input_columns(config.tensors, extra_columns)
 
     def expand(self, batches):
-        out, split, config = self._output_dir, self._split, self._config
+        spec = self.spec
+        out, split, config = spec.output, spec.split, spec.config
         pipeline = batches.pipeline
         hashed = (
             batches
-            | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=self._extra)
+            | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
             | "HashFeatures" >> HashFeatures(config)
         )
         extra_stored = None
-        if self._extra:
+        if spec.extra_columns:
             extra_stored = (
                 hashed
-                | "ExtraColumnTypes" >> beam.Map(extra_layouts, self._extra)
+                | "ExtraColumnTypes" >> beam.Map(extra_layouts, spec.extra_columns)
                 | "OneLayoutEach" >> beam.CombineGlobally(first_layouts)
             )
         names = config.tensor_names
-        if self._mode == "train":
-            own = hashed | "BuildFeatureLists" >> BuildFeatureLists(config, self._shared)
+        if spec.execution_mode == "train":
+            own = hashed | "BuildFeatureLists" >> BuildFeatureLists(config, spec.shared_feature_lists)
         else:
             own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
                 [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
             )
-        if self._external:
+        if spec.external_feature_lists:
             external = pipeline | "LoadExternalLists" >> LoadFeatureLists(
-                [self._external], names, strict=True, required=True
+                [spec.external_feature_lists], names, strict=True, required=True
             )
             lists = own | "MergeFeatureLists" >> beam.Map(
-                merge_feature_lists, beam.pvalue.AsSingleton(external), config, self._shared
+                merge_feature_lists, beam.pvalue.AsSingleton(external), config, spec.shared_feature_lists
             )
         else:
             lists = own
         encoded = (
             hashed
-            | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, self._filter_zeros)
+            | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, spec.filter_zeros)
             | "EncodeExamples"
-            >> EncodeExamples(config, keep_columns=self._partition_by, output_format=self._output_format)
+            >> EncodeExamples(config, keep_columns=spec.partition_by, output_format=spec.output_format)
         )
         split_dir = posixpath.join(out, split)
         ignoring = (
             pipeline
             | "SplitFolder" >> beam.Create([split_dir])
-            | "IgnoreExisting?" >> beam.Map(ignoring_existing, self._save_mode)
+            | "IgnoreExisting?" >> beam.Map(ignoring_existing, spec.save_mode)
         )
         # One place sees every batch's row count and every bad record: it writes the dead
         # letters (so they are there to inspect even when the check fails the job), then
@@ -203,32 +190,32 @@ class Tensorize(beam.PTransform):
             >> beam.Map(
                 check_bad_records,
                 posixpath.join(out, DEAD_LETTER_FOLDER, split),
-                self._max_bad_ratio,
+                spec.max_bad_records_ratio,
                 beam.pvalue.AsSingleton(ignoring),
             )
         )
         gate = counts | "MarkIncomplete" >> beam.Map(
             remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
         )
-        if self._output_format == "parquet":
+        if spec.output_format == "parquet":
             writer = "WriteParquet" >> WriteParquet(
                 split_dir,
-                num_shards=self._num_shards,
-                compression=self._compression,
-                save_mode=self._save_mode,
-                partition_by=self._partition_by,
+                num_shards=spec.num_shards,
+                compression=spec.compression,
+                save_mode=spec.save_mode,
+                partition_by=spec.partition_by,
                 write_success_file=False,
                 commit_gate=gate,
             )
         else:
             writer = "WriteTFRecord" >> WriteTFRecord(
                 split_dir,
-                num_shards=self._num_shards,
-                compression=self._compression,
-                save_mode=self._save_mode,
+                num_shards=spec.num_shards,
+                compression=spec.compression,
+                save_mode=spec.save_mode,
                 record_type="ByteArray",
                 record_column=SERIALIZED_COLUMN,
-                partition_by=self._partition_by,
+                partition_by=spec.partition_by,
                 write_success_file=False,
                 commit_gate=gate,
             )
@@ -236,14 +223,14 @@ class Tensorize(beam.PTransform):
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
-            describe_split, split, beam.pvalue.AsSingleton(counts), self._partition_by, self._output_format
+            describe_split, split, beam.pvalue.AsSingleton(counts), spec.partition_by, spec.output_format
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
             out,
-            self._compression,
+            spec.compression,
             feature_lists=lists,
-            write_feature_lists=self._mode == "train",
+            write_feature_lists=spec.execution_mode == "train",
             extra_columns=extra_stored,
         )
         done = metadata | "WriteSuccess" >> beam.Map(
