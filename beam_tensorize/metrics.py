@@ -8,6 +8,7 @@ __all__ = [
     "EXAMPLES_WRITTEN",
     "FILES_WRITTEN",
     "NAMESPACE",
+    "ROWS_COUNTED",
     "ROWS_READ",
 ]
 
@@ -15,6 +16,8 @@ __all__ = [
 NAMESPACE = "beam_tensorize"
 #: Input rows decoded by the readers.
 ROWS_READ = "rows_read"
+#: Input rows read by train mode's counting pass (feature-list columns only).
+ROWS_COUNTED = "rows_counted"
 #: Record batches produced by the readers.
 BATCHES_READ = "batches_read"
 #: Rows that could not be turned into a tf.train.Example (sent to the dead-letter output).

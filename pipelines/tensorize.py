@@ -27,7 +27,6 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
-from beam_tensorize.io import ReadTable
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
@@ -89,7 +88,19 @@ class TensorizeOptions(PipelineOptions):
             "(the same tensors as columns; sparse tensors as <name>/indices and <name>/values).",
         )
         parser.add_argument(
-            "--num_shards", type=int, default=1, help="Number of data files to write (default 1)."
+            "--num_shards",
+            type=int,
+            default=None,
+            help="Exactly this many data files (per partition folder), through a shuffle that holds "
+            "the records (memory grows with the data on the DirectRunner). Default: one file per "
+            "input split, written where the records are encoded, in bounded memory.",
+        )
+        parser.add_argument(
+            "--max_records_per_file",
+            type=int,
+            default=None,
+            help="Without --num_shards: start another data file after this many records "
+            "(like Spark's maxRecordsPerFile). Default: no limit.",
         )
         parser.add_argument(
             "--compression",
@@ -178,8 +189,12 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
     sample = options.input is None
     if not sample and not (options.output or "").strip():
         raise ValueError("--output is required with --input and --config: give the folder to write to")
-    if options.num_shards < 1:
-        raise ValueError(f"--num_shards must be at least 1, got {options.num_shards}")
+    for flag in ("num_shards", "max_records_per_file"):
+        value = getattr(options, flag)
+        if value is not None and value < 1:
+            raise ValueError(f"--{flag} must be at least 1, got {value}")
+    if options.num_shards is not None and options.max_records_per_file is not None:
+        raise ValueError("--num_shards and --max_records_per_file exclude each other: give one")
     if not 0.0 <= options.max_bad_records_ratio <= 1.0:
         raise ValueError(
             f"--max_bad_records_ratio must be between 0 and 1, got {options.max_bad_records_ratio}"
@@ -216,6 +231,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         execution_mode=options.execution_mode,
         output_format=options.output_format,
         num_shards=options.num_shards,
+        max_records_per_file=options.max_records_per_file,
         compression=options.compression,
         save_mode=options.save_mode or ("overwrite" if sample else "error"),
         max_bad_records_ratio=options.max_bad_records_ratio,
@@ -230,18 +246,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
 
 def build_pipeline(pipeline: beam.Pipeline, spec: TensorizeSpec):
     """Add the read + tensorize steps of `spec` to `pipeline`; returns `TensorizeOutputs`."""
-    return (
-        pipeline
-        | "ReadInput"
-        >> ReadTable(
-            list(spec.inputs),
-            format=spec.input_format,
-            columns=spec.input_columns,
-            batch_rows=spec.batch_rows,
-            split_bytes=spec.split_bytes,
-        )
-        | "Tensorize" >> Tensorize(spec)
-    )
+    return pipeline | "Tensorize" >> Tensorize(spec)
 
 
 def _print_help() -> None:

@@ -216,17 +216,21 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
     graph = pipeline.runner.job.proto_pipeline
     urns = {t.unique_name: t.spec.urn for t in graph.components.transforms.values()}
     for step in [
-        "ReadInput/PlanSplits",
-        "ReadInput/ReadSplits",
+        "Tensorize/ReadInput/PlanSplits",
+        "Tensorize/ReadInput/ReadSplits",
         "Tensorize/ExtractFeatures",
         "Tensorize/HashFeatures",
         "Tensorize/ApplyFeatureLists",
         "Tensorize/EncodeExamples",
-        "Tensorize/WriteTFRecord/WriteShards",
+        "Tensorize/ReadForFeatureLists/ReadSplits",
+        "Tensorize/ExtractListTensors",
+        "Tensorize/WriteTFRecord/WriteSplitFiles",
         "Tensorize/EmitMetadata",
         "Tensorize/WriteSuccess",
     ]:
         assert step in urns, step
+    # Records are written where they are encoded: no shuffle of record data.
+    assert not [name for name in urns if "GroupByShard" in name or "AssignShards" in name]
     # Feature-list counting is a combiner (partial sums before the shuffle), not group-then-count.
     assert urns["Tensorize/BuildFeatureLists/SumCounts"] == "beam:transform:combine_per_key:v1"
     environments = list(graph.components.environments.values())

@@ -238,7 +238,9 @@ def test_write_tfrecord_failed_gate_leaves_old_output(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"num_shards": 0}, "num_shards must be a positive integer, got 0"),
+        ({"num_shards": 0}, "num_shards must be a positive integer or None, got 0"),
+        ({"max_records_per_file": -1}, "max_records_per_file must be a positive integer or None, got -1"),
+        ({"num_shards": 2, "max_records_per_file": 5}, "give num_shards or max_records_per_file, not both"),
         ({"compression": "lz4"}, "compression 'lz4' is not one of none, gzip"),
         ({"save_mode": "replace"}, "save_mode 'replace' is not one of error, overwrite"),
     ],
@@ -321,10 +323,12 @@ def test_public_transforms_describe_themselves_in_display_data():
         "directory": "out",
         "file_format": "parquet",
         "num_shards": 3,
+        "max_records_per_file": "no limit",
         "compression": "snappy",
         "save_mode": "error",
         "partition_by": "day",
     }
+    assert shown(WriteTFRecord("out", max_records_per_file=10))["num_shards"] == "one per input split"
     assert shown(WriteTFRecord("out"))["compression"] == "none"
     tensorize = shown(Tensorize(config, "out", output_format="parquet"))
     assert tensorize["output_format"] == "parquet" and tensorize["tensors"].startswith("userId, movieId")

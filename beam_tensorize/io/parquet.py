@@ -14,7 +14,8 @@ __all__ = ["WriteParquet"]
 
 
 class WriteParquet(WriteShardedFiles):
-    """Write record batches as Parquet files, `num_shards` per folder, committed atomically.
+    """Write record batches as Parquet files (one per input split, or `num_shards` per folder),
+    committed atomically.
 
     The columns are written as they are (with `partition_by`, the partition columns name the
     folders and are left out of the files), in row groups of 128Ki rows
@@ -24,12 +25,14 @@ class WriteParquet(WriteShardedFiles):
 
     Args:
         directory: target folder (local, gs://, s3://, ...).
-        num_shards: files per folder (per partition when partitioned).
+        num_shards: None (default): the files of each input split are written where the
+            batches are, with no shuffle; N: exactly N files per folder, through a shuffle.
         compression: "snappy" (default), "gzip", "zstd" or "none" (of the column chunks).
         save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore".
         partition_by: columns naming Hive-style folders `<col>=<value>/`, outermost first.
         write_success_file: write `<directory>/_SUCCESS` after the commit.
         commit_gate: optional PCollection of one element the commit waits for.
+        max_records_per_file: with `num_shards=None`, start another file after this many rows.
 
     Returns (from `expand`): a PCollection of one dict `{"directory", "files", "numRecords",
     "partitions", "skipped"}` produced after the commit.
@@ -48,12 +51,13 @@ class WriteParquet(WriteShardedFiles):
     def __init__(
         self,
         directory: str,
-        num_shards: int = 1,
+        num_shards: int | None = None,
         compression: str = "snappy",
         save_mode: str = "error",
         partition_by: Sequence[str] = (),
         write_success_file: bool = True,
         commit_gate: beam.PCollection | None = None,
+        max_records_per_file: int | None = None,
     ):
         super().__init__(
             directory,
@@ -66,4 +70,5 @@ class WriteParquet(WriteShardedFiles):
             partition_by,
             write_success_file,
             commit_gate,
+            max_records_per_file,
         )

@@ -11,6 +11,8 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_tensorize import metrics
 from beam_tensorize.job.commit import (
@@ -21,27 +23,32 @@ from beam_tensorize.job.commit import (
     check_target,
     commit_files,
 )
-from beam_tensorize.job.files import create_file
+from beam_tensorize.job.files import create_file, new_file
 from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_file
+from beam_tensorize.kernels.split_files import SplitFiles, WrittenFile
 
 __all__ = ["WriteShardedFiles"]
 
 
 class WriteShardedFiles(beam.PTransform):
-    """Write record batches as `num_shards` files per folder of `file_format`, committed
-    atomically (see `WriteTFRecord` for the behaviour; `WriteParquet` for columnar files).
+    """Write record batches as files of `file_format`, committed atomically (see
+    `WriteTFRecord` for the behaviour; `WriteParquet` for columnar files).
 
-    Every record reaches its file through one shuffle keyed by (partition, shard), and each
-    file is written by one call that holds one open writer. A record's shard comes from its
-    position in its batch, and records in a file are ordered by their batches' source tags,
-    so the same input gives byte-identical files on every run and runner.
+    By default (`num_shards=None`) the step that receives the batches writes them: the
+    batches of one input split go into files of their own (`beam_tensorize.kernels.split_files`),
+    with no shuffle of the records; only file names and counts meet for the commit, which
+    names the files of each folder in the order of their splits. With `num_shards`, every
+    record reaches its file through one shuffle keyed by (partition, shard), and each file is
+    written by one call: exactly `num_shards` files per folder, but the runner holds every
+    record between the shuffle's two sides (memory grows with the output on the DirectRunner).
+    Either way the same input gives byte-identical files on every run and runner.
     """
 
     def __init__(
         self,
         directory: str,
         file_format: str,
-        num_shards: int,
+        num_shards: int | None,
         compression: str,
         save_mode: str,
         record_type: str,
@@ -49,13 +56,17 @@ class WriteShardedFiles(beam.PTransform):
         partition_by: Sequence[str],
         write_success_file: bool,
         commit_gate: beam.PCollection | None,
+        max_records_per_file: int | None = None,
     ):
         super().__init__()
         name = type(self).__name__
         if not isinstance(directory, str) or not directory:
             raise ValueError(f"{name} needs a target directory")
-        if not isinstance(num_shards, int) or isinstance(num_shards, bool) or num_shards < 1:
-            raise ValueError(f"{name}: num_shards must be a positive integer, got {num_shards!r}")
+        for arg, value in (("num_shards", num_shards), ("max_records_per_file", max_records_per_file)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{name}: {arg} must be a positive integer or None, got {value!r}")
+        if num_shards is not None and max_records_per_file is not None:
+            raise ValueError(f"{name}: give num_shards or max_records_per_file, not both")
         check_file_format(file_format, compression, name)
         if save_mode not in SAVE_MODES:
             raise ValueError(f"{name}: save_mode {save_mode!r} is not one of {', '.join(SAVE_MODES)}")
@@ -74,12 +85,18 @@ class WriteShardedFiles(beam.PTransform):
         self._partition_by = partition_by
         self._write_success = write_success_file
         self._commit_gate = commit_gate
+        self._max_records = max_records_per_file
 
     def display_data(self) -> dict:
         return {
             "directory": DisplayDataItem(self._directory, label="Output folder"),
             "file_format": DisplayDataItem(self._file_format, label="File format"),
-            "num_shards": DisplayDataItem(self._num_shards, label="Files per folder"),
+            "num_shards": DisplayDataItem(
+                self._num_shards or "one per input split", label="Files per folder"
+            ),
+            "max_records_per_file": DisplayDataItem(
+                self._max_records or "no limit", label="Records per file"
+            ),
             "compression": DisplayDataItem(self._compression, label="Compression"),
             "save_mode": DisplayDataItem(self._save_mode, label="Save mode"),
             "partition_by": DisplayDataItem(", ".join(self._partition_by) or "(none)", label="Partition by"),
@@ -95,33 +112,78 @@ class WriteShardedFiles(beam.PTransform):
             self._compression,
             self._num_shards,
             self._file_format,
+            bool(self._partition_by),
         )
         checked = (
             pipeline
             | "Target" >> beam.Create([self._directory])
             | "CheckTarget" >> beam.Map(check_target, self._save_mode)
         )
-        shards = batches | "AssignShards" >> beam.ParDo(
-            _AssignShardsFn(self._num_shards, self._partition_by, self._record_type, self._record_column)
-        )
-        # Unpartitioned, every shard file exists even when empty (readers find the folder whole).
-        every_shard = [] if self._partition_by else [(("", i), None) for i in range(self._num_shards)]
-        written = (
-            (shards, pipeline | "EveryShard" >> beam.Create(every_shard))
-            | "Together" >> beam.Flatten()
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteShardFn(plan), beam.pvalue.AsSingleton(checked))
-            | "OneKey" >> beam.Map(lambda shard: (0, shard))
-        )
-        nothing = pipeline | "NoShardsYet" >> beam.Create([(0, None)])  # partitioned, empty input
+        if self._num_shards is None:
+            written = batches | "WriteSplitFiles" >> beam.ParDo(
+                _WriteSplitFilesFn(
+                    plan, self._partition_by, self._record_type, self._record_column, self._max_records
+                ),
+                beam.pvalue.AsSingleton(checked),
+            )
+        else:
+            shards = batches | "AssignShards" >> beam.ParDo(
+                _AssignShardsFn(self._num_shards, self._partition_by, self._record_type, self._record_column)
+            )
+            written = (
+                shards
+                | "GroupByShard" >> beam.GroupByKey()
+                | "WriteShards" >> beam.ParDo(_WriteShardFn(plan), beam.pvalue.AsSingleton(checked))
+            )
+        nothing = pipeline | "NoFilesYet" >> beam.Create([(0, None)])  # empty input
         gathered = (
-            (written, nothing)
+            (written | "OneKey" >> beam.Map(lambda written_file: (0, written_file)), nothing)
             | "WithEmpty" >> beam.Flatten()
-            | "AllShards" >> beam.GroupByKey()
-            | "ShardList" >> beam.MapTuple(lambda _, shards: [s for s in shards if s is not None])
+            | "AllFiles" >> beam.GroupByKey()
+            | "FileList" >> beam.MapTuple(lambda _, files: [f for f in files if f is not None])
         )
         gate = () if self._commit_gate is None else (beam.pvalue.AsSingleton(self._commit_gate),)
         return gathered | "Commit" >> beam.Map(commit_files, plan, beam.pvalue.AsSingleton(checked), *gate)
+
+
+class _WriteSplitFilesFn(beam.DoFn):
+    """Writes the batches it receives into files of their input splits (`SplitFiles`); a file
+    is reported once closed: when its split ends, when it is full, or at the end of the bundle."""
+
+    def __init__(self, plan: CommitPlan, partition_by: tuple, record_type: str, record_column, max_records):
+        self._plan = plan
+        self._partition_by = partition_by
+        self._record_type = record_type
+        self._record_column = record_column
+        self._max_records = max_records
+        self._records = Metrics.counter(metrics.NAMESPACE, metrics.EXAMPLES_WRITTEN)
+        self._files_written = Metrics.counter(metrics.NAMESPACE, metrics.FILES_WRITTEN)
+
+    def start_bundle(self):
+        plan = self._plan
+        self._files = SplitFiles(
+            plan.temp_dir, plan.file_format, plan.compression, new_file, self._partition_by,
+            self._record_type, self._record_column, self._max_records,
+        )  # fmt: skip
+
+    def process(self, batch: pa.RecordBatch, checked: dict) -> Iterable[WrittenFile]:
+        if checked["skip"]:
+            return
+        try:
+            yield from self._report(self._files.write(batch))
+        except BaseException:
+            self._files.abort()
+            raise
+
+    def finish_bundle(self):
+        for written in self._report(self._files.close()):
+            yield WindowedValue(written, GlobalWindow().max_timestamp(), [GlobalWindow()])
+
+    def _report(self, files: list[WrittenFile]) -> list[WrittenFile]:
+        for written in files:
+            self._records.inc(written.count)
+            self._files_written.inc()
+        return files
 
 
 class _AssignShardsFn(beam.DoFn):
@@ -161,4 +223,4 @@ class _WriteShardFn(beam.DoFn):
             count = write_file(raw, ordered, self._plan.file_format, self._plan.compression)
         self._records.inc(count)
         self._files.inc()
-        yield path, shard, temp_path, count
+        yield WrittenFile(path, shard, temp_path, count)

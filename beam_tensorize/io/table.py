@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
@@ -16,6 +16,7 @@ from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
+from beam_tensorize.kernels.provenance import with_split
 
 __all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
 
@@ -39,7 +40,8 @@ class ReadTable(beam.PTransform):
             `InputFormat` instance (e.g. `TFRecordFormat(schema=...)`, or a format of your own).
         columns: columns to keep (matched exactly, else case-insensitively), or dotted paths
             into records (`genreFeatures.term`) to keep only those nested fields; None keeps
-            all.
+            all. Or a (picklable) function of a file's full schema giving them, called once
+            per file on the worker; a file it gives no columns for is not read.
         batch_rows: rows per output batch (a batch never spans two splits).
         split_bytes: about how many bytes one split reads.
         validate: list the files when the transform is built, failing at once if a pattern
@@ -56,6 +58,8 @@ class ReadTable(beam.PTransform):
     """
 
     _fixed_format: str | None = None
+    #: The counter of the rows read (`beam_tensorize.metrics`).
+    _rows_metric: str = metrics.ROWS_READ
 
     def __init__(
         self,
@@ -78,7 +82,7 @@ class ReadTable(beam.PTransform):
                 raise ValueError(f"{name}: {arg} must be a positive integer, got {value!r}")
         self._format = None if format == AUTO else formats.get_format(format)
         self._patterns = patterns
-        self._columns = None if columns is None else list(columns)
+        self._columns = None if columns is None else columns if callable(columns) else list(columns)
         self._batch_rows = batch_rows
         self._split_bytes = split_bytes
         if validate:
@@ -92,7 +96,10 @@ class ReadTable(beam.PTransform):
         return {
             "file_patterns": DisplayDataItem(", ".join(self._patterns), label="File patterns"),
             "format": DisplayDataItem(self._format.name if self._format else AUTO, label="Format"),
-            "columns": DisplayDataItem(", ".join(self._columns or ["(all)"]), label="Columns"),
+            "columns": DisplayDataItem(
+                "(chosen per file)" if callable(self._columns) else ", ".join(self._columns or ["(all)"]),
+                label="Columns",
+            ),
             "batch_rows": DisplayDataItem(self._batch_rows, label="Rows per batch"),
             "split_bytes": DisplayDataItem(self._split_bytes, label="Bytes per split"),
         }
@@ -103,7 +110,9 @@ class ReadTable(beam.PTransform):
             | "Patterns" >> beam.Create(self._patterns)
             | "MatchFiles" >> beam.FlatMap(match_files, self._kind())
         )
-        return read_splits(files, self._format, self._columns, self._batch_rows, self._split_bytes)[BATCHES]
+        return read_splits(
+            files, self._format, self._columns, self._batch_rows, self._split_bytes, self._rows_metric
+        )[BATCHES]
 
 
 #: Output tags of `read_splits`.
@@ -113,19 +122,21 @@ BATCHES = "batches"
 def read_splits(
     files: beam.PCollection,
     fmt: InputFormat | None,
-    columns: list[str] | None,
+    columns: list[str] | Callable[[pa.Schema], list[str]] | None,
     batch_rows: int,
     split_bytes: int,
+    rows_metric: str = metrics.ROWS_READ,
 ):
     """The shared read steps: `(path, size)` of each file -> its splits, spread over workers ->
     tagged batches (tag `BATCHES`) and, for a format with `dead_letters`, the dead letters
-    (tag `DEAD_LETTERS`). `fmt` None tells each file's format from its first bytes."""
+    (tag `DEAD_LETTERS`). `fmt` None tells each file's format from its first bytes; the rows
+    read are counted in the counter `rows_metric`."""
     return (
         files
         | "PlanSplits" >> beam.ParDo(_PlanSplitsFn(fmt, split_bytes))
         | "Redistribute" >> beam.Reshuffle()
         | "ReadSplits"
-        >> beam.ParDo(_ReadSplitFn(columns, batch_rows)).with_outputs(DEAD_LETTERS, main=BATCHES)
+        >> beam.ParDo(_ReadSplitFn(columns, batch_rows, rows_metric)).with_outputs(DEAD_LETTERS, main=BATCHES)
     )
 
 
@@ -146,24 +157,38 @@ class _PlanSplitsFn(beam.DoFn):
 class _ReadSplitFn(beam.DoFn):
     """Reads one split of one file into tagged record batches (and dead letters)."""
 
-    def __init__(self, columns: list[str] | None, batch_rows: int):
+    def __init__(self, columns: list[str] | None, batch_rows: int, rows_metric: str):
         self._columns = columns
         self._batch_rows = batch_rows
-        self._rows = Metrics.counter(metrics.NAMESPACE, metrics.ROWS_READ)
+        self._rows = Metrics.counter(metrics.NAMESPACE, rows_metric)
         self._batches = Metrics.counter(metrics.NAMESPACE, metrics.BATCHES_READ)
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
+    def setup(self):
+        self._chosen: dict[str, list[str]] = {}  # path -> columns, for chosen columns
+
+    def _columns_of(self, fmt: InputFormat, path: str) -> list[str] | None:
+        if not callable(self._columns):
+            return self._columns
+        if path not in self._chosen:
+            with open_file(path) as f:
+                self._chosen[path] = list(self._columns(fmt.read_schema(f, path, None)))
+        return self._chosen[path]
+
     def process(self, element: tuple[InputFormat, Split]) -> Iterable[pa.RecordBatch]:
         fmt, split = element
+        columns = self._columns_of(fmt, split.path)
+        if columns is not None and not columns:
+            return
         with open_file(split.path) as f:
-            for item in fmt.read_split(f, split, self._columns, self._batch_rows):
+            for item in fmt.read_split(f, split, columns, self._batch_rows):
                 if isinstance(item, dict):
                     self._bad.inc()
                     yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
                 else:
                     self._rows.inc(item.num_rows)
                     self._batches.inc()
-                    yield item
+                    yield with_split(item, split.path, split.start)
 
 
 class ReadAvro(ReadTable):

@@ -22,7 +22,9 @@ __all__ = [
 
 
 class WriteTFRecord(WriteShardedFiles):
-    """Write record batches as TFRecord files, `num_shards` per folder, committed atomically.
+    """Write record batches as TFRecord files, committed atomically: by default one file per
+    input split (and per `max_records_per_file`), written where the batches are; with
+    `num_shards`, exactly that many per folder.
 
     Each row becomes one record: a `tf.train.Example` of its columns (`record_type="Example"`),
     a `tf.train.SequenceExample` (list-of-list columns become feature lists, the others context
@@ -32,14 +34,25 @@ class WriteTFRecord(WriteShardedFiles):
     With `partition_by`, rows go to Hive-style folders `<directory>/<col>=<value>/...` (several
     columns nest in order; values escaped as Hive does, null in `__HIVE_DEFAULT_PARTITION__`,
     see `beam_tensorize.kernels.partitions`) and the partition columns are left out of the
-    records. Every record reaches its file through one shuffle keyed by (partition, shard), and
-    each file is written by one call that holds one open writer: memory does not grow with the
-    number of partition values.
+    records.
 
-    A record's shard comes from its position in its batch, and records in a file are ordered by
-    their batches' source tags, so the same input gives byte-identical files on every run and
-    runner (GZIP files carry no time stamp). Without partitions every shard file is written,
-    even an empty one; with partitions, only shards holding records.
+    Without `num_shards`, the step that receives the batches writes them, with no shuffle: the
+    batches of one input split (as tagged by `ReadTable`; an untagged batch is a split of its
+    own) go, in order, into files of their own, one per partition folder, rolled over every
+    `max_records_per_file` records; a worker holds one batch and one open file per folder, so
+    memory does not grow with the input. The commit names each folder's files
+    `part-<i>-of-<n>` in the order of their splits (file, then position), so the same input
+    gives byte-identical files on every run, runner and worker count (GZIP files carry no time
+    stamp). This is Spark's layout (a file per task, `maxRecordsPerFile`).
+
+    With `num_shards=N`, every record reaches its file through one shuffle keyed by
+    (partition, shard) and each file is written by one call: a record's shard comes from its
+    position in its batch, and records in a file are ordered by their batches' source tags.
+    The runner holds the records between the shuffle's sides (on the DirectRunner, all of
+    them in memory): ask for it when the number of files matters more than memory.
+
+    Without partitions, the folder always gets its files, empty ones if no record came (one
+    per shard, or a single one); with partitions, only files holding records.
 
     Files are first written under `<directory>/_temporary/<id>/` and moved into place only when
     every shard succeeded; `_SUCCESS` is written last (if asked). A failed job leaves the earlier
@@ -47,7 +60,8 @@ class WriteTFRecord(WriteShardedFiles):
 
     Args:
         directory: target folder (local, gs://, s3://, ...).
-        num_shards: files per folder (per partition when partitioned).
+        num_shards: None (default): files by input split (see above); N: exactly N files per
+            folder (per partition when partitioned), through a shuffle.
         compression: "none", "gzip" or "zlib" (whole-file, as TensorFlow writes them).
         save_mode: when `directory` already holds files: "error" (fail before writing),
             "overwrite" (replace everything at commit), "overwrite_partitions" (replace only the
@@ -61,6 +75,8 @@ class WriteTFRecord(WriteShardedFiles):
         write_success_file: write `<directory>/_SUCCESS` after the commit.
         commit_gate: optional PCollection of one element; the commit waits for it, so a step
             computing it can stop the commit by failing (e.g. too many bad records).
+        max_records_per_file: with `num_shards=None`, start another file after this many
+            records (Spark's `maxRecordsPerFile`); None: no limit.
 
     Returns (from `expand`): a PCollection of one dict `{"directory", "files", "numRecords",
     "partitions", "skipped"}` produced after the commit (`files`: paths relative to
@@ -78,7 +94,7 @@ class WriteTFRecord(WriteShardedFiles):
     def __init__(
         self,
         directory: str,
-        num_shards: int = 1,
+        num_shards: int | None = None,
         compression: str = "none",
         save_mode: str = "error",
         record_type: str = "Example",
@@ -86,6 +102,7 @@ class WriteTFRecord(WriteShardedFiles):
         partition_by: Sequence[str] = (),
         write_success_file: bool = True,
         commit_gate: beam.PCollection | None = None,
+        max_records_per_file: int | None = None,
     ):
         if record_type not in RECORD_TYPES:
             raise ValueError(
@@ -102,4 +119,5 @@ class WriteTFRecord(WriteShardedFiles):
             partition_by,
             write_success_file,
             commit_gate,
+            max_records_per_file,
         )

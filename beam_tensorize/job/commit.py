@@ -23,6 +23,7 @@ from beam_tensorize.job.files import create_file, list_files
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
 from beam_tensorize.kernels.tfrecord.files import relative_path
 from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS as TFRECORD_COMPRESSIONS
+from beam_tensorize.kernels.tfrecord.framing import compressed_writer
 
 __all__ = [
     "COMPRESSIONS",
@@ -103,35 +104,76 @@ def check_target(directory: str, save_mode: str) -> dict:
 
 
 class CommitPlan(NamedTuple):
-    """Where and how the commit moves the written files (used by the Beam sinks and Spark)."""
+    """Where and how the commit moves the written files (used by the Beam sinks and Spark).
+
+    `num_shards` None: the files are one per input split (and per `max_records_per_file`), named
+    in the order of their keys; else exactly `num_shards` files per folder, named by shard.
+    """
 
     directory: str
     temp_dir: str
     save_mode: str
     write_success: bool
     compression: str
-    num_shards: int
+    num_shards: int | None
     file_format: str = "tfrecord"
+    partitioned: bool = False
 
-    def final_names(self, shards: list[tuple[str, int]], suffix: str) -> list[str]:
+    def final_names(self, files: list[tuple[str, int, int]], suffix: str) -> list[str]:
+        """The committed names of `(folder, index, files in the folder)`."""
         return [
-            posixpath.join(
-                path, shard_file_name(shard, self.num_shards, self.compression, suffix, self.file_format)
-            )
-            for path, shard in shards
+            posixpath.join(folder, shard_file_name(index, total, self.compression, suffix, self.file_format))
+            for folder, index, total in files
         ]
 
     def temp_path(self, path: str, shard: int) -> str:
-        """Where a shard file is written before the commit."""
-        name = self.final_names([("", shard)], "")[0]
+        """Where shard file `shard` (of `num_shards`) is written before the commit."""
+        name = shard_file_name(shard, self.num_shards or 1, self.compression, "", self.file_format)
         return posixpath.join(self.temp_dir, path, name) if path else posixpath.join(self.temp_dir, name)
+
+
+def _numbered(written: list[tuple], plan: CommitPlan) -> list[tuple[str, int, int, str, int]]:
+    """`(folder, index, files in the folder, temporary path, records)` of every written file:
+    shard files keep their shard; split files are numbered in the order of their keys."""
+    if plan.num_shards:
+        return [(folder, shard, plan.num_shards, temp, count) for folder, shard, temp, count in written]
+    per_folder: dict[str, list[tuple]] = {}
+    for entry in written:
+        per_folder.setdefault(entry[0], []).append(entry)
+    numbered = []
+    for folder, entries in sorted(per_folder.items()):
+        entries.sort(key=lambda e: e[1])
+        numbered += [(folder, i, len(entries), temp, count) for i, (_, _, temp, count) in enumerate(entries)]
+    return numbered
+
+
+def _empty_files(written: list[tuple], plan: CommitPlan) -> list[tuple]:
+    """Unpartitioned TFRecord output is whole even without records: the shard files nobody
+    wrote (or, one file per split, a single file when there is none) are written empty."""
+    if plan.partitioned or plan.file_format != "tfrecord":
+        return []
+    if plan.num_shards:
+        missing = sorted(
+            set(range(plan.num_shards)) - {shard for folder, shard, _, _ in written if not folder}
+        )
+        keys = missing
+    else:
+        keys = [] if written else [""]
+    empty = []
+    for key in keys:
+        path = plan.temp_path("", key if isinstance(key, int) else 0)
+        with create_file(path) as raw, compressed_writer(raw, plan.compression):
+            pass
+        empty.append(("", key, path, 0))
+    return empty
 
 
 def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
     """Moves the written files into place as the save mode says, then writes `_SUCCESS`.
 
     Args:
-        written: `(partition path, shard, temporary path, records)` of every file written.
+        written: `(partition path, shard or file key, temporary path, records)` of every file
+            written (see `CommitPlan.num_shards`).
         plan: where and how.
         checked: what `check_target` said before the job wrote anything.
         gate: ignored (side inputs the commit waits for).
@@ -145,7 +187,8 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
         return {"directory": directory, "files": [], "numRecords": 0, "partitions": [], "skipped": True}
     if existing and plan.save_mode == "error":
         raise FileExistsError(f"{directory} received files while this job ran (e.g. {existing[0]})")
-    partitions = sorted({path for path, _, _, _ in written if path})
+    numbered = _numbered(sorted(written + _empty_files(written, plan)), plan)
+    partitions = sorted({folder for folder, *_ in numbered if folder})
     success = [p for p in existing if posixpath.basename(p) == SUCCESS_FILE]
     FileSystems.delete(success)  # readers see the folder as incomplete from here on
     existing = [p for p in existing if p not in success]
@@ -158,22 +201,22 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
         ]
         FileSystems.delete(replaced)
         existing = [p for p in existing if p not in replaced]
-    shards = [(path, shard) for path, shard, _, _ in written]
+    places = [(folder, index, total) for folder, index, total, _, _ in numbered]
     taken = {relative_path(directory, p) for p in existing}
     suffix, attempt = "", 0
-    while taken.intersection(plan.final_names(shards, suffix)):  # append: pick free names
+    while taken.intersection(plan.final_names(places, suffix)):  # append: pick free names
         attempt += 1
         suffix = f"-{attempt}"
-    names = plan.final_names(shards, suffix)
+    names = plan.final_names(places, suffix)
     for folder in sorted({posixpath.dirname(posixpath.join(directory, n)) for n in names}):
         _make_folder(folder)
-    FileSystems.rename([t for _, _, t, _ in written], [posixpath.join(directory, n) for n in names])
+    FileSystems.rename([temp for *_, temp, _ in numbered], [posixpath.join(directory, n) for n in names])
     delete_temporary(plan)
     if plan.write_success:
         with create_file(posixpath.join(directory, SUCCESS_FILE)):
             pass
-    total = sum(count for _, _, _, count in written)
-    _LOGGER.info("Committed %d records in %d files to %s", total, len(written), directory)
+    total = sum(count for *_, count in numbered)
+    _LOGGER.info("Committed %d records in %d files to %s", total, len(numbered), directory)
     return {
         "directory": directory,
         "files": names,

@@ -18,7 +18,15 @@ from collections.abc import Iterator
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-__all__ = ["create_file", "list_files", "match_files", "open_file", "read_text", "write_text_atomically"]
+__all__ = [
+    "create_file",
+    "list_files",
+    "new_file",
+    "match_files",
+    "open_file",
+    "read_text",
+    "write_text_atomically",
+]
 
 
 class _LazyWriter:
@@ -56,6 +64,12 @@ def _put_empty_s3_object(path: str) -> None:
     bucket, _, key = path[len("s3://") :].partition("/")
     options = FileSystems.get_filesystem(path)._options  # the pipeline's S3 options
     Client(options=options).client.put_object(Bucket=bucket, Key=key, Body=b"")
+
+
+def new_file(path: str) -> _LazyWriter:
+    """A new file to write bytes to, created at its first byte or when closed (also empty);
+    the caller closes it (`create_file` is the context-manager form)."""
+    return _LazyWriter(path)
 
 
 @contextlib.contextmanager

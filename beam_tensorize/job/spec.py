@@ -62,7 +62,10 @@ class TensorizeSpec:
         input_format: "auto", "avro", "parquet", "orc" or "tfrecord".
         execution_mode: "train" (or Avro2TF's "training"), "validation" or "test".
         output_format: "tfrecord" or "parquet".
-        num_shards: data files per folder.
+        num_shards: data files per folder, written through a shuffle; None (default): one
+            file per input split (and per `max_records_per_file`), written with no shuffle.
+        max_records_per_file: with `num_shards` None, start another file after this many
+            records (None: no limit).
         compression: the data files' compression (None: the format's default, "none" for
             TFRecord, "snappy" for Parquet).
         save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore".
@@ -85,7 +88,8 @@ class TensorizeSpec:
     input_format: str = formats.AUTO
     execution_mode: str = "train"
     output_format: str = "tfrecord"
-    num_shards: int = 1
+    num_shards: int | None = None
+    max_records_per_file: int | None = None
     compression: str | None = None
     save_mode: str = "error"
     max_bad_records_ratio: float = 0.0
@@ -121,7 +125,12 @@ class TensorizeSpec:
             raise ValueError(
                 f"execution_mode {self.execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}"
             )
-        _positive("num_shards", self.num_shards)
+        if self.num_shards is not None:
+            _positive("num_shards", self.num_shards)
+        if self.max_records_per_file is not None:
+            _positive("max_records_per_file", self.max_records_per_file)
+            if self.num_shards is not None:
+                raise ValueError("give num_shards or max_records_per_file, not both")
         if self.output_format not in FILE_FORMATS:
             raise ValueError(f"output_format {self.output_format!r} is not one of {', '.join(FILE_FORMATS)}")
         if self.compression is None:
@@ -157,6 +166,11 @@ class TensorizeSpec:
     def input_columns(self) -> list[str]:
         """The input columns the job reads (tensors' inputs and extra columns)."""
         return input_columns(self.config.tensors, self.extra_columns)
+
+    @property
+    def feature_list_keys(self) -> dict[str, str]:
+        """Tensor name -> the key of the feature list built for it in train mode."""
+        return feature_list_groups(self.config, self.shared_feature_lists)
 
     def replace(self, **changes) -> TensorizeSpec:
         """A copy with some settings changed (validated again)."""

@@ -43,7 +43,13 @@ import pyarrow.parquet as pq
 from beam_tensorize.kernels.arrow_types import list_lengths
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 
-__all__ = ["PARQUET_COMPRESSIONS", "ROW_GROUP_ROWS", "tensor_columns", "write_parquet_shard"]
+__all__ = [
+    "PARQUET_COMPRESSIONS",
+    "ROW_GROUP_ROWS",
+    "ParquetFileWriter",
+    "tensor_columns",
+    "write_parquet_shard",
+]
 
 #: Parquet column compressions (`compression=` of pyarrow's writer).
 PARQUET_COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
@@ -127,52 +133,90 @@ class _Sink:
         self.closed = True
 
 
+class ParquetFileWriter:
+    """Streams record batches, in order, into one Parquet file in `raw` (not closed).
+
+    The file holds the schema of the first batch (schema metadata left out, so the same rows
+    give the same bytes); rows are gathered into row groups of `row_group_rows`, so at most one
+    row group is held at a time. Nothing is written when no batch came.
+
+    Example:
+        >>> import io
+        >>> raw = io.BytesIO()
+        >>> writer = ParquetFileWriter(raw, "none")
+        >>> writer.write(pa.RecordBatch.from_pydict({"x": [1, 2]}))
+        >>> writer.close()
+        2
+        >>> pq.read_table(pa.BufferReader(raw.getvalue())).column("x").to_pylist()
+        [1, 2]
+    """
+
+    def __init__(self, raw: BinaryIO, compression: str, row_group_rows: int = ROW_GROUP_ROWS):
+        self._raw = raw
+        self._compression = compression.upper() if compression != "none" else "NONE"
+        self._row_group_rows = row_group_rows
+        self._writer = None
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        #: Rows written (or pending) so far.
+        self.count = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        batch = batch.replace_schema_metadata(None)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                pa.PythonFile(_Sink(self._raw), mode="w"), batch.schema, compression=self._compression
+            )
+        self._pending.append(batch)
+        self._pending_rows += batch.num_rows
+        self.count += batch.num_rows
+        if self._pending_rows >= self._row_group_rows:
+            self._flush(whole_groups_only=True)
+
+    def _flush(self, whole_groups_only: bool) -> None:
+        """Write the pending rows (only whole row groups of them, unless at the end)."""
+        table = pa.Table.from_batches(self._pending)
+        size = self._row_group_rows
+        ready = (self._pending_rows // size) * size if whole_groups_only else self._pending_rows
+        if ready:
+            self._writer.write_table(table.slice(0, ready), row_group_size=size)
+        self._pending = table.slice(ready).to_batches()
+        self._pending_rows -= ready
+
+    def close(self) -> int:
+        """Finish the file; returns the number of rows written."""
+        if self._writer is not None:
+            try:
+                self._flush(whole_groups_only=False)
+            finally:
+                self._writer.close()
+                self._writer = None
+        return self.count
+
+    def abort(self) -> None:
+        """Give up the file (after an error), releasing the writer."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
 def write_parquet_shard(
     raw: BinaryIO,
     chunks: Iterable[tuple[str, pa.RecordBatch]],
     compression: str,
     row_group_rows: int = ROW_GROUP_ROWS,
 ) -> int:
-    """Write the chunks' rows, in the given order, as one Parquet file into `raw` (not closed).
-
-    The file holds the schema of the first chunk (schema metadata left out, so the same rows
-    give the same bytes); rows are gathered into row groups of `row_group_rows`. Nothing is
-    written when there are no chunks.
+    """Write the chunks' rows, in the given order, as one Parquet file into `raw` (not closed),
+    through `ParquetFileWriter`. Nothing is written when there are no chunks.
 
     Returns:
         The number of rows written.
     """
-    writer = None
-    pending: list[pa.RecordBatch] = []
-    pending_rows = count = 0
-
-    def flush(whole_groups_only: bool) -> None:
-        """Write the pending rows (only whole row groups of them, unless at the end)."""
-        nonlocal pending, pending_rows
-        table = pa.Table.from_batches(pending)
-        ready = (pending_rows // row_group_rows) * row_group_rows if whole_groups_only else pending_rows
-        if ready:
-            writer.write_table(table.slice(0, ready), row_group_size=row_group_rows)
-        pending = table.slice(ready).to_batches()
-        pending_rows -= ready
-
+    writer = ParquetFileWriter(raw, compression, row_group_rows)
     try:
         for _, batch in chunks:
-            batch = batch.replace_schema_metadata(None)
-            if writer is None:
-                writer = pq.ParquetWriter(
-                    pa.PythonFile(_Sink(raw), mode="w"),
-                    batch.schema,
-                    compression=compression.upper() if compression != "none" else "NONE",
-                )
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            count += batch.num_rows
-            if pending_rows >= row_group_rows:
-                flush(whole_groups_only=True)
-        if writer is not None:
-            flush(whole_groups_only=False)
-    finally:
-        if writer is not None:
-            writer.close()
-    return count
+            writer.write(batch)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()

@@ -21,11 +21,22 @@ import hashlib
 
 import pyarrow as pa
 
-__all__ = ["UNITS", "describe_row", "order_key", "source_of", "source_unit", "stripe_offset", "with_source"]
+__all__ = [
+    "UNITS",
+    "describe_row",
+    "order_key",
+    "source_of",
+    "source_unit",
+    "split_key",
+    "stripe_offset",
+    "with_source",
+    "with_split",
+]
 
 _SOURCE = b"beam_tensorize.source"
 _OFFSET = b"beam_tensorize.offset"
 _UNIT = b"beam_tensorize.unit"
+_SPLIT = b"beam_tensorize.split"
 #: What a tag's offset counts: bytes (Avro blocks), rows, or (ORC) `stripe << 32 | row`.
 UNITS = ("byte", "row", "stripe")
 _STRIPE_SHIFT = 32
@@ -42,6 +53,26 @@ def with_source(batch: pa.RecordBatch, path: str, offset: int, unit: str = "byte
     else:
         metadata[_UNIT] = unit.encode()
     return batch.replace_schema_metadata(metadata)
+
+
+def with_split(batch: pa.RecordBatch, path: str, start: int) -> pa.RecordBatch:
+    """`batch` tagged with the input split it was read from (its file and its start, in the
+    format's split units): the batches of one split go into the same output files.
+
+    Example:
+        >>> split_key(with_split(pa.RecordBatch.from_pydict({"a": [1]}), "x.avro", 7)).split("\\0")
+        ['x.avro', '00000000000000000007']
+    """
+    metadata = dict(batch.schema.metadata or {})
+    metadata[_SPLIT] = f"{path}\0{start:020d}".encode()
+    return batch.replace_schema_metadata(metadata)
+
+
+def split_key(batch: pa.RecordBatch) -> str | None:
+    """The key of the input split a batch came from (`with_split`), else None; keys sort in
+    file order, then split order."""
+    value = (batch.schema.metadata or {}).get(_SPLIT)
+    return None if value is None else value.decode()
 
 
 def source_unit(batch: pa.RecordBatch) -> str:

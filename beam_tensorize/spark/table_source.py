@@ -140,11 +140,8 @@ class TableDataSource(DataSource):
         return [file for pattern in self._patterns for file in match_files(pattern, kind)]
 
     def schema(self) -> StructType:
-        path, size = self._files()[0]
-        with open_file(path) as f:
-            fmt = formats.resolve_format(f.read(formats.HEAD_BYTES), path, size, self._format)
-            f.seek(0)
-            arrow_schema = fmt.read_schema(f, path, self._columns)
+        path = self._files()[0][0]
+        arrow_schema = first_file_schema(self._patterns, self._format, self._columns)
         fields = [_spark_field(field, path) for field in arrow_schema]
         if self._provenance:
             fields += _PROVENANCE_FIELDS
@@ -208,6 +205,19 @@ class _TableReader(DataSourceReader):
                     ]
                     data = pa.RecordBatch.from_arrays(columns, schema=target)
                 yield data
+
+
+def first_file_schema(
+    patterns: Sequence[str], fmt: formats.InputFormat | None = None, columns: Sequence[str] | None = None
+) -> pa.Schema:
+    """The Arrow schema of the first file the patterns match (the table's schema), as the
+    reader gives it for `columns`; `fmt` None tells the format from the file."""
+    kind = fmt.kind if fmt is not None else "input"
+    path, size = match_files(patterns[0], kind)[0]
+    with open_file(path) as f:
+        resolved = formats.resolve_format(f.read(formats.HEAD_BYTES), path, size, fmt)
+        f.seek(0)
+        return resolved.read_schema(f, path, columns)
 
 
 def _spark_type(t: pa.DataType, where: str) -> pa.DataType:

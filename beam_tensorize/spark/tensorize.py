@@ -4,20 +4,23 @@ The job runs the kernels the Beam transforms run, through `DataFrame.mapInArrow`
 record batches the table data source gives (the Beam reader's batches, see
 `beam_tensorize.spark.table_source`):
 
-1. train mode: extract + hash each batch and count its feature-list entries
-   (`partial_counts`); Spark sums the counts per entry and keeps the top `vocabSizeCap` of
-   each list; the driver orders the lists (`build_feature_list`). Validation / test mode
-   loads the lists of an earlier train run instead; external lists override both.
-2. extract, hash, look up the lists (broadcast), encode Examples (bad rows become dead
-   letters) and give every record its partition folder and shard as the Beam `WriteTFRecord`
-   does (`shard_chunks`).
-3. Spark shuffles the records by (folder, shard) and sorts them in the Beam sink's file
-   order; one task writes each file into `<split>/_temporary/<id>/`.
-4. the driver finishes with the Beam job's own steps: dead letters and the bad-record check,
-   the commit (save modes), metadata and feature lists, `_SUCCESS` last.
+1. train mode: read only the columns feature lists are made of, extract those tensors and
+   count each batch's entries (`partial_counts`); Spark sums the counts per entry and keeps
+   the top `vocabSizeCap` of each list; the driver orders the lists (`build_feature_list`).
+   Validation / test mode loads the lists of an earlier train run instead; external lists
+   override both.
+2. read everything, extract, hash, look up the lists (broadcast), encode Examples (bad rows
+   become dead letters); each task writes the records of its input split into files of its
+   own under `<split>/_temporary/<id>/` (`SplitFiles`, as the Beam sink does): no shuffle.
+   With `num_shards`, records get their folder and shard as the Beam `WriteTFRecord` does
+   (`shard_chunks`), Spark shuffles them by (folder, shard) and sorts them in the Beam sink's
+   file order, and one task writes each file.
+3. the driver finishes with the Beam job's own steps: dead letters and the bad-record check,
+   the commit (save modes; split files named in split order), metadata and feature lists,
+   `_SUCCESS` last.
 
 Train mode reads the input twice (counting, then encoding), as a Spark ML estimator's fit
-and transform do.
+and transform do; neither pass holds the input in memory.
 """
 
 from __future__ import annotations
@@ -49,11 +52,10 @@ from beam_tensorize.job.commit import (
 )
 from beam_tensorize.job.feature_lists import (
     FEATURE_LIST_FOLDER,
-    feature_list_groups,
     merge_feature_lists,
     read_feature_lists,
 )
-from beam_tensorize.job.files import create_file
+from beam_tensorize.job.files import create_file, new_file
 
 # The Beam job's own finishing steps (dead letters and the ratio check, the `_SUCCESS`
 # marker, the split's metadata entry, the summary), called as they are.
@@ -75,7 +77,8 @@ from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
-from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.features.counting import list_tensors
+from beam_tensorize.kernels.features.extract import extract_tensors, input_columns
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
@@ -85,9 +88,10 @@ from beam_tensorize.kernels.features.vocab import (
     lists_per_tensor,
     partial_counts,
 )
-from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES
-from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file, write_shard
-from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
+from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
+from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file
+from beam_tensorize.kernels.split_files import SplitFiles, WrittenFile
+from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, first_file_schema, source_batches
 
 __all__ = ["tensorize_spark"]
 
@@ -111,6 +115,7 @@ _WRITTEN = pa.schema(
         pa.field("kind", pa.int32()),
         pa.field("path", pa.string()),
         pa.field("shard", pa.int32()),
+        pa.field("key", pa.string()),  # a split file's key (file order in its folder)
         pa.field("payload", pa.binary()),  # a file's temporary path, a dead letter, layouts
         pa.field("count", pa.int64()),
     ]
@@ -126,7 +131,7 @@ def tensorize_spark(
     config: TensorizeConfig | str | os.PathLike | None = None,
     output: str | None = None,
     mode: str = "train",
-    num_shards: int = 1,
+    num_shards: int | None = None,
     compression: str | None = None,
     save_mode: str = "error",
     max_bad_records_ratio: float = 0.0,
@@ -140,6 +145,7 @@ def tensorize_spark(
     input_format: str = AUTO,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
+    max_records_per_file: int | None = None,
 ) -> dict:
     """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
     `Tensorize` job.
@@ -161,7 +167,8 @@ def tensorize_spark(
         config: the parsed config, or the path of a config file.
         output: the output folder.
         mode: "train", "validation" or "test" (selects the split folder).
-        num_shards: TFRecord files to write (per partition folder when partitioned).
+        num_shards: None (default): each task writes the files of its input split, with no
+            shuffle; N: exactly N files per folder, through a shuffle.
         compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy" (default),
             "gzip", "zstd" or "none".
         save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore" (see
@@ -178,6 +185,7 @@ def tensorize_spark(
             "tfrecord".
         batch_rows: rows per Arrow batch read from the input.
         split_bytes: about how many bytes one split reads (one Spark partition each).
+        max_records_per_file: without `num_shards`, start another file after this many records.
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -202,9 +210,9 @@ def tensorize_spark(
     if isinstance(input_paths, TensorizeSpec):
         given = (config, output, mode, num_shards, compression, save_mode, max_bad_records_ratio,
                  shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
-                 output_format, input_format, batch_rows, split_bytes)  # fmt: skip
-        defaults = (None, None, "train", 1, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
-                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES)  # fmt: skip
+                 output_format, input_format, batch_rows, split_bytes, max_records_per_file)  # fmt: skip
+        defaults = (None, None, "train", None, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
+                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None)  # fmt: skip
         if given != defaults:
             raise TypeError("give either a TensorizeSpec or the settings, not both")
         spec = input_paths
@@ -216,7 +224,7 @@ def tensorize_spark(
             max_bad_records_ratio=max_bad_records_ratio, shared_feature_lists=shared_feature_lists,
             external_feature_lists=external_feature_lists, filter_zeros=filter_zeros,
             extra_columns=extra_columns, partition_by=partition_by, batch_rows=batch_rows,
-            split_bytes=split_bytes,
+            split_bytes=split_bytes, max_records_per_file=max_records_per_file,
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
@@ -234,34 +242,42 @@ def tensorize_spark(
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
 
     spark.dataSource.register(TableDataSource)
-    rows = (
-        spark.read.format(TABLE_FORMAT)
-        .option("format", spec.input_format)
-        .option("columns", ",".join(columns))
-        .option("provenance", "true")
-        .option("batchRows", str(spec.batch_rows))
-        .option("splitBytes", str(spec.split_bytes))
-        .load(list(spec.inputs))
-    )
+
+    def read(columns: Sequence[str]) -> DataFrame:
+        return (
+            spark.read.format(TABLE_FORMAT)
+            .option("format", spec.input_format)
+            .option("columns", ",".join(columns))
+            .option("provenance", "true")
+            .option("batchRows", str(spec.batch_rows))
+            .option("splitBytes", str(spec.split_bytes))
+            .load(list(spec.inputs))
+        )
+
     checked = check_target(split_dir, spec.save_mode)
-    lists = _feature_lists(rows, config, mode, out, spec.shared_feature_lists, spec.external_feature_lists)
+    lists = _feature_lists(read, spec)
     lists_broadcast = spark.sparkContext.broadcast(lists)
     plan = CommitPlan(
         split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), spec.save_mode, False,
-        spec.compression, spec.num_shards, spec.output_format,
+        spec.compression, spec.num_shards, spec.output_format, bool(partition_by),
     )  # fmt: skip
     try:
         encode = _EncodeBatches(
             config.tensors, extra, partition_by, lists_broadcast, spec.filter_zeros, spec.num_shards,
             spec.output_format,
         )  # fmt: skip
-        written = (
-            rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
-            .repartition(spec.num_shards, "path", "shard")
-            .sortWithinPartitions("path", "shard", "key", "batch", "pos")
-            .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
-            .collect()
-        )
+        rows = read(columns)
+        if spec.num_shards is None:  # each task writes the files of its split: no shuffle
+            write = _EncodeAndWrite(encode, plan, spec.max_records_per_file, checked["skip"])
+            written = rows.mapInArrow(write, from_arrow_schema(_WRITTEN)).collect()
+        else:
+            written = (
+                rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
+                .repartition(spec.num_shards, "path", "shard")
+                .sortWithinPartitions("path", "shard", "key", "batch", "pos")
+                .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
+                .collect()
+            )
         return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists,
                        extra, partition_by)  # fmt: skip
     finally:
@@ -269,18 +285,18 @@ def tensorize_spark(
         lists_broadcast.destroy()
 
 
-def _feature_lists(
-    rows: DataFrame,
-    config: TensorizeConfig,
-    mode: str,
-    out: str,
-    shared: tuple[tuple[str, ...], ...],
-    external: str | None,
-) -> dict[str, FeatureList]:
-    """The lists the records are indexed with: built (train) or loaded, then external ones."""
+def _feature_lists(read, spec: TensorizeSpec) -> dict[str, FeatureList]:
+    """The lists the records are indexed with: built (train) or loaded, then external ones.
+    `read(columns)` reads the input's columns."""
+    config, out, shared, external = (
+        spec.config,
+        spec.output,
+        spec.shared_feature_lists,
+        spec.external_feature_lists,
+    )
     names = config.tensor_names
-    if mode == "train":
-        own = _build_feature_lists(rows, config, shared)
+    if spec.execution_mode == "train":
+        own = _build_feature_lists(read, spec)
     else:
         own = read_feature_lists(
             [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
@@ -291,16 +307,21 @@ def _feature_lists(
     return own
 
 
-def _build_feature_lists(
-    rows: DataFrame, config: TensorizeConfig, shared: tuple[tuple[str, ...], ...]
-) -> dict[str, FeatureList]:
-    """Count entries per batch (kernel), sum the counts and keep the top `vocabSizeCap` of
-    each list (Spark), order each list (kernel)."""
-    keys = feature_list_groups(config, shared)
+def _build_feature_lists(read, spec: TensorizeSpec) -> dict[str, FeatureList]:
+    """Read only the columns the lists are made of, count entries per batch (kernel), sum the
+    counts and keep the top `vocabSizeCap` of each list (Spark), order each list (kernel)."""
+    config = spec.config
+    keys = spec.feature_list_keys
     if not keys:
         return {}
+    fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
     caps = feature_list_caps(config, keys)
-    counts = rows.mapInArrow(_CountEntries(config.tensors, keys), from_arrow_schema(_COUNTS))
+    # Only the tensors whose input (in the table's schema) gives strings or NTV records get lists.
+    listed = list_tensors([t for t in config.tensors if t.name in keys], first_file_schema(spec.inputs, fmt))
+    if not listed:
+        return {}
+    rows = read(input_columns(listed))
+    counts = rows.mapInArrow(_CountEntries(listed, keys), from_arrow_schema(_COUNTS))
     totals = counts.groupBy("key", "entry").agg(F.sum("count").alias("count"))
     if caps:
         # Spark compares strings by their UTF-8 bytes, as `order_feature_list` does.
@@ -318,29 +339,22 @@ def _build_feature_lists(
 
 def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, extra, partition_by) -> dict:
     """The driver's part once the files are written: the Beam job's last steps, in its order."""
-    files: dict[tuple[str, int], tuple[str, int, str, int]] = {}
+    files: list[tuple[str, int | str, str, int]] = []
     bad_lines: list[str] = []
     layouts: list[tuple] = []
     for row in written:
         if row["kind"] == _RECORD:
-            place = (row["path"], row["shard"])
-            files[place] = (*place, row["payload"].decode(), row["count"])
+            key = row["shard"] if plan.num_shards else row["key"]
+            files.append((row["path"], key, row["payload"].decode(), row["count"]))
         elif row["kind"] == _DEAD_LETTER:
             bad_lines.append(row["payload"].decode())
         else:
             layouts.append(pickle.loads(row["payload"]))
-    good = sum(count for *_, count in files.values())
+    good = sum(count for *_, count in files)
     grouped = (0, [(GOOD, good), *((BAD, line) for line in bad_lines)])
     counts = check_bad_records(grouped, posixpath.join(out, DEAD_LETTER_FOLDER, split), max_ratio)
     remove_success_marker(counts, out)
-    if not partition_by and not checked["skip"] and plan.file_format == "tfrecord":
-        for shard in range(plan.num_shards):  # unpartitioned, every TFRecord shard file exists
-            if ("", shard) not in files:
-                path = plan.temp_path("", shard)
-                with create_file(path) as raw:
-                    write_shard(raw, [], plan.compression)
-                files["", shard] = ("", shard, path, 0)
-    committed = commit_files(list(files.values()), plan, checked)
+    committed = commit_files(files, plan, checked)
     if committed["skipped"]:
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
     splits = describe_split(committed, split, counts, partition_by, plan.file_format)
@@ -399,20 +413,34 @@ class _EncodeBatches:
         self._output_format = output_format
         self._layouts = tuple(layout_of(t) for t in tensors if t.name not in partition_by)
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def encoded(self, batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, object]]:
+        """(kind, item) for each batch: its extra columns' layouts (pickled), its encoded
+        records (a batch), and its dead letters (JSON lines)."""
         lookup = FeatureListLookup(self._lists.value)
-        partition = TaskContext.get().partitionId()
-        for index, batch in enumerate(_tensor_batches(batches, self._tensors, self._extra)):
+        for batch in _tensor_batches(batches, self._tensors, self._extra):
             if self._extra:
-                layouts = pa.array([pickle.dumps(extra_layouts(batch, self._extra))], pa.binary())
-                yield _rows(_LAYOUTS, "", -1, "", 0, layouts)
+                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, self._extra))
             indexed = lookup.apply(batch, self._tensors, self._filter_zeros)
             examples, dead_letters = encode_with_dead_letters(
                 indexed, self._layouts, self._partition_by, self._output_format
             )
-            columnar = self._output_format == "parquet"
+            yield _RECORD, examples
+            if dead_letters:
+                yield _DEAD_LETTER, [dead_letter_json(d).encode() for d in dead_letters]
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = TaskContext.get().partitionId()
+        columnar = self._output_format == "parquet"
+        index = -1
+        for kind, item in self.encoded(batches):
+            if kind != _RECORD:
+                yield _rows(
+                    kind, "", -1, "", 0, pa.array(item if kind == _DEAD_LETTER else [item], pa.binary())
+                )
+                continue
+            index += 1
             chunks = shard_chunks(
-                examples,
+                item,
                 self._num_shards,
                 self._partition_by,
                 ROWS if columnar else "ByteArray",
@@ -422,9 +450,56 @@ class _EncodeBatches:
                 # Columnar files: one row per chunk, the chunk's rows as an Arrow IPC stream.
                 payload = pa.array([_ipc(records)], pa.binary()) if columnar else records.cast(pa.binary())
                 yield _rows(_RECORD, path, shard, key, (partition << 32) + index, payload)
-            if dead_letters:
-                lines = pa.array([dead_letter_json(d).encode() for d in dead_letters], pa.binary())
-                yield _rows(_DEAD_LETTER, "", -1, "", 0, lines)
+
+
+class _EncodeAndWrite:
+    """mapInArrow function over one input split (a partition of the table source): encodes
+    its batches and writes the records into the split's own files (`SplitFiles`, as the Beam
+    sink does), reporting each file with its key; passes dead letters and layouts on."""
+
+    def __init__(self, encode: _EncodeBatches, plan: CommitPlan, max_records: int | None, skip: bool):
+        self._encode = encode
+        self._plan = plan
+        self._max_records = max_records
+        self._skip = skip
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        plan = self._plan
+        files = SplitFiles(
+            plan.temp_dir, plan.file_format, plan.compression, new_file, self._encode._partition_by,
+            "ByteArray", SERIALIZED_COLUMN, self._max_records,
+        )  # fmt: skip
+        written: list[WrittenFile] = []
+        try:
+            for kind, item in self._encode.encoded(batches):
+                if kind == _RECORD:
+                    if not self._skip:
+                        written += files.write(item, split=0)  # the partition is one split
+                else:
+                    payloads = item if kind == _DEAD_LETTER else [item]
+                    yield _written(
+                        kind, [""] * len(payloads), [""] * len(payloads), payloads, [0] * len(payloads)
+                    )
+            written += files.close()
+        except BaseException:
+            files.abort()
+            raise
+        if written:
+            yield _written(
+                _RECORD, [f.folder for f in written], [f.key for f in written],
+                [f.temp_path.encode() for f in written], [f.count for f in written],
+            )  # fmt: skip
+
+
+def _written(
+    kind: int, paths: list[str], keys: list[str], payloads: list[bytes], counts: list[int]
+) -> pa.RecordBatch:
+    n = len(paths)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(np.full(n, kind, np.int32)), pa.array(paths, pa.string()), pa.array(np.full(n, -1, np.int32)),
+         pa.array(keys, pa.string()), pa.array(payloads, pa.binary()), pa.array(counts, pa.int64())],
+        schema=_WRITTEN,
+    )  # fmt: skip
 
 
 def _ipc(batch: pa.RecordBatch) -> bytes:
@@ -489,12 +564,12 @@ class _WriteFiles:
                 count = write_file(raw, chunks, self._plan.file_format, self._plan.compression)
             yield pa.RecordBatch.from_arrays(
                 [pa.array([_RECORD], pa.int32()), pa.array([path]), pa.array([shard], pa.int32()),
-                 pa.array([temp_path.encode()], pa.binary()), pa.array([count], pa.int64())],
+                 pa.array([""]), pa.array([temp_path.encode()], pa.binary()), pa.array([count], pa.int64())],
                 schema=_WRITTEN,
             )  # fmt: skip
         for batch in others:
             yield pa.RecordBatch.from_arrays(
-                [batch.column("kind"), batch.column("path"), batch.column("shard"), batch.column("payload"),
-                 pa.array(np.zeros(batch.num_rows, np.int64))],
+                [batch.column("kind"), batch.column("path"), batch.column("shard"), batch.column("key"),
+                 batch.column("payload"), pa.array(np.zeros(batch.num_rows, np.int64))],
                 schema=_WRITTEN,
             )  # fmt: skip

@@ -202,7 +202,9 @@ class _TFRecordWriter(DataSourceArrowWriter):
         self._record_column = opts.get("recordcolumn")
         self._skip = check_target(directory, save_mode)["skip"]
         temp_dir = posixpath.join(directory, TEMP_FOLDER, uuid.uuid4().hex)
-        self._plan = CommitPlan(directory, temp_dir, save_mode, True, compression, 0)
+        self._plan = CommitPlan(
+            directory, temp_dir, save_mode, True, compression, 1, partitioned=bool(self._partition_by)
+        )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
         task = TaskContext.get().partitionId()

@@ -6,6 +6,7 @@ from beam_tensorize.transforms.feature_lists import (
     ApplyFeatureLists,
     BuildFeatureLists,
     BuildVocab,
+    ExtractListTensors,
     LoadFeatureLists,
 )
 from beam_tensorize.transforms.hashing import HashFeatures
@@ -21,6 +22,7 @@ __all__ = [
     "EmitMetadata",
     "EncodeExamples",
     "ExtractFeatures",
+    "ExtractListTensors",
     "HashFeatures",
     "LoadFeatureLists",
     "Tensorize",

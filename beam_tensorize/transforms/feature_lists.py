@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -11,6 +12,8 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.job.feature_lists import feature_list_groups, read_feature_lists
+from beam_tensorize.kernels.features.counting import feature_list_columns, list_tensors
+from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
     FeatureListLookup,
@@ -20,7 +23,7 @@ from beam_tensorize.kernels.features.vocab import (
     partial_counts,
 )
 
-__all__ = ["ApplyFeatureLists", "BuildFeatureLists", "BuildVocab", "LoadFeatureLists"]
+__all__ = ["ApplyFeatureLists", "BuildFeatureLists", "BuildVocab", "ExtractListTensors", "LoadFeatureLists"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -92,6 +95,56 @@ def _lists_per_tensor(grouped, keys: Mapping[str, str]) -> dict[str, FeatureList
 
 
 BuildVocab = BuildFeatureLists
+
+
+class ExtractListTensors(beam.PTransform):
+    """Extract only the tensors that get feature lists (those whose input, in the batch's
+    schema, gives strings or name-term-value records), for `BuildFeatureLists`.
+
+    Train mode's counting pass reads the input with `ReadTable(columns=list_columns(config))`,
+    which decodes only the columns these tensors read, then counts their entries.
+
+    Example:
+        >>> import apache_beam as beam
+        >>> from beam_tensorize.config import load_config
+        >>> from beam_tensorize.io import ReadAvro
+        >>> from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+        >>> config = load_config(SAMPLE_CONFIG)
+        >>> with beam.Pipeline() as p:
+        ...     _ = (p | ReadAvro(SAMPLE_AVRO, columns=ExtractListTensors.list_columns(config))
+        ...            | ExtractListTensors(config)
+        ...            | beam.Map(lambda b: print(b.schema.names)))
+        ['genreIds', 'genreVector']
+    """
+
+    def __init__(self, config: TensorizeConfig):
+        super().__init__()
+        self._tensors = config.tensors
+
+    @staticmethod
+    def list_columns(config: TensorizeConfig):
+        """`ReadTable(columns=...)` reading only what the feature-list tensors need, per file."""
+        return functools.partial(feature_list_columns, config.tensors)
+
+    def expand(self, batches):
+        return batches | "ExtractTensors" >> beam.ParDo(
+            _ExtractListTensorsFn(self._tensors)
+        ).with_output_types(pa.RecordBatch)
+
+
+class _ExtractListTensorsFn(beam.DoFn):
+    def __init__(self, tensors: tuple[TensorConfig, ...]):
+        self._tensors = tensors
+
+    def setup(self):
+        self._chosen: dict[pa.Schema, tuple[TensorConfig, ...]] = {}
+
+    def process(self, batch: pa.RecordBatch):
+        schema = batch.schema.remove_metadata()
+        if schema not in self._chosen:
+            self._chosen[schema] = list_tensors(self._tensors, schema)
+        if self._chosen[schema]:
+            yield extract_tensors(batch, self._chosen[schema])
 
 
 def _order(grouped: tuple[str, Iterable[tuple[str | None, int]]], caps: Mapping[str, int | None]):

@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
+from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.parquet import WriteParquet
+from beam_tensorize.io.table import ReadTable
 from beam_tensorize.io.tfrecord import WriteTFRecord
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, merge_feature_lists
 from beam_tensorize.job.finish import (
@@ -30,7 +33,12 @@ from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
-from beam_tensorize.transforms.feature_lists import ApplyFeatureLists, BuildFeatureLists, LoadFeatureLists
+from beam_tensorize.transforms.feature_lists import (
+    ApplyFeatureLists,
+    BuildFeatureLists,
+    ExtractListTensors,
+    LoadFeatureLists,
+)
 from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
 
@@ -64,6 +72,14 @@ class Tensorize(beam.PTransform):
     LoadFeatureLists (validation / test: from `<output_dir>/featureList/` of an earlier train
     run) -> ApplyFeatureLists -> EncodeExamples -> WriteTFRecord -> EmitMetadata.
 
+    Apply it to the pipeline with the spec's `inputs` (`p | Tensorize(config, out,
+    inputs=["data/*.avro"])`) and it reads them itself, in bounded memory: train mode reads the
+    input twice, first only the columns feature lists are counted from, then everything, so
+    the runner never holds the input; the records are written by the step that encodes them,
+    one file per input split. Applied to a `PCollection` of record batches, train mode
+    consumes the batches twice (counting, then applying the lists), so the runner keeps them
+    all until the lists are built: use that form for small inputs, or in validation / test mode.
+
     Args:
         config: the parsed config (or a config file's path), or a `TensorizeSpec` holding every
             setting (then give nothing else).
@@ -71,8 +87,12 @@ class Tensorize(beam.PTransform):
         **settings: the other fields of `beam_tensorize.job.spec.TensorizeSpec`, validated
             there:
 
+        inputs, input_format, batch_rows, split_bytes: what to read when applied to the
+            pipeline (see `ReadTable`).
         execution_mode: "train", "validation" or "test" (selects the split folder).
-        num_shards: data files to write (per partition when partitioned).
+        num_shards: None (default): one data file per input split, written with no shuffle
+            (see `WriteTFRecord`); N: exactly N files (per partition when partitioned).
+        max_records_per_file: with `num_shards` None, start another file after this many.
         compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy"
             (default), "gzip", "zstd" or "none".
         save_mode: what to do when the split folder already holds files (see `WriteTFRecord`):
@@ -102,6 +122,8 @@ class Tensorize(beam.PTransform):
         >>> from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
         >>> config = load_config(SAMPLE_CONFIG)
         >>> with beam.Pipeline() as p:
+        ...     out = p | Tensorize(config, "tensorized", inputs=[SAMPLE_AVRO], save_mode="overwrite")
+        >>> with beam.Pipeline() as p:  # batches from a reader of your own
         ...     out = (p | ReadAvro(SAMPLE_AVRO, columns=Tensorize.input_columns(config))
         ...              | Tensorize(config, "tensorized", save_mode="overwrite"))
     """
@@ -114,6 +136,33 @@ class Tensorize(beam.PTransform):
         #: The job's settings, validated.
         self.spec = spec
 
+    def _read_inputs(self, pbegin):
+        """The spec's inputs read for the job, and (train mode) read again, only the columns
+        feature lists are counted from, into those tensors: the counting pass; the runner
+        never holds the input between the two."""
+        spec = self.spec
+        if not spec.inputs:
+            raise ValueError(
+                "Tensorize applied to a pipeline needs the spec's inputs (or apply it to a "
+                "PCollection of record batches)"
+            )
+
+        def read(columns: list[str], reader=ReadTable):
+            return reader(list(spec.inputs), spec.input_format, columns, spec.batch_rows, spec.split_bytes)
+
+        batches = pbegin | "ReadInput" >> read(spec.input_columns)
+        if spec.execution_mode != "train":
+            return batches, None
+        listed = [t for t in spec.config.tensors if t.name in spec.feature_list_keys]
+        if not listed:
+            return batches, pbegin | "NothingToCount" >> beam.Create([]).with_output_types(pa.RecordBatch)
+        counted = (
+            pbegin
+            | "ReadForFeatureLists" >> read(ExtractListTensors.list_columns(spec.config), _CountingRead)
+            | "ExtractListTensors" >> ExtractListTensors(spec.config)
+        )
+        return batches, counted
+
     def display_data(self) -> dict:
         spec = self.spec
         return {
@@ -121,7 +170,7 @@ class Tensorize(beam.PTransform):
             "execution_mode": DisplayDataItem(spec.execution_mode, label="Execution mode"),
             "output_format": DisplayDataItem(spec.output_format, label="Output format"),
             "tensors": DisplayDataItem(", ".join(spec.config.tensor_names), label="Tensors"),
-            "num_shards": DisplayDataItem(spec.num_shards, label="Files per folder"),
+            "num_shards": DisplayDataItem(spec.num_shards or "one per input split", label="Files per folder"),
             "save_mode": DisplayDataItem(spec.save_mode, label="Save mode"),
         }
 
@@ -130,10 +179,15 @@ class Tensorize(beam.PTransform):
         """Top-level input columns the config reads (pass to `ReadAvro(columns=...)`)."""
         return input_columns(config.tensors, extra_columns)
 
-    def expand(self, batches):
+    def expand(self, pvalue):
         spec = self.spec
         out, split, config = spec.output, spec.split, spec.config
-        pipeline = batches.pipeline
+        pipeline = pvalue.pipeline
+        counted = None  # the batches feature lists are counted from, when not `batches`
+        if isinstance(pvalue, beam.pvalue.PBegin):
+            batches, counted = self._read_inputs(pvalue)
+        else:
+            batches = pvalue
         hashed = (
             batches
             | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
@@ -148,7 +202,8 @@ class Tensorize(beam.PTransform):
             )
         names = config.tensor_names
         if spec.execution_mode == "train":
-            own = hashed | "BuildFeatureLists" >> BuildFeatureLists(config, spec.shared_feature_lists)
+            counted = hashed if counted is None else counted
+            own = counted | "BuildFeatureLists" >> BuildFeatureLists(config, spec.shared_feature_lists)
         else:
             own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
                 [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
@@ -201,6 +256,7 @@ class Tensorize(beam.PTransform):
             writer = "WriteParquet" >> WriteParquet(
                 split_dir,
                 num_shards=spec.num_shards,
+                max_records_per_file=spec.max_records_per_file,
                 compression=spec.compression,
                 save_mode=spec.save_mode,
                 partition_by=spec.partition_by,
@@ -211,6 +267,7 @@ class Tensorize(beam.PTransform):
             writer = "WriteTFRecord" >> WriteTFRecord(
                 split_dir,
                 num_shards=spec.num_shards,
+                max_records_per_file=spec.max_records_per_file,
                 compression=spec.compression,
                 save_mode=spec.save_mode,
                 record_type="ByteArray",
@@ -241,3 +298,9 @@ class Tensorize(beam.PTransform):
         )
         result = (done, untouched) | "Result" >> beam.Flatten()
         return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
+
+
+class _CountingRead(ReadTable):
+    """The counting pass's reader: its rows are counted apart from the rows read for output."""
+
+    _rows_metric = metrics.ROWS_COUNTED

@@ -180,8 +180,9 @@ def partial_counts(
     yields `((key, None), 1 if NTV else 0)`, so its list exists even when empty, and the
     summed marker tells NTV lists from string lists.
     """
+    names = set(batch.schema.names)
     for tensor in tensors:
-        if tensor.name not in list_key:
+        if tensor.name not in list_key or tensor.name not in names:
             continue
         column = batch.column(tensor.name)
         if not uses_feature_list(tensor, column.type):
