@@ -864,3 +864,52 @@ class _Spy:
 
     def error_details(self, error):
         return self._decoder.error_details(error)
+
+
+@needs_native
+def test_blocks_decoded_together_equal_blocks_decoded_one_by_one(tmp_path, monkeypatch):
+    """`decode_blocks` gives one batch-sized call to the decoder: the same rows as the blocks
+    decoded one at a time, with or without a projection."""
+    from beam_tensorize.kernels.avro.decode import decode_blocks
+
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    schema, records = avro_tests._movielens_like(200)
+    path = _write(tmp_path / "m.avro", schema, records, codec="deflate", sync_interval=2000)
+    header, blocks = avro_tests._block_offsets(path)
+    assert len(blocks) > 5
+    for columns in (None, ["genreFeatures.term", "userId"]):
+        arrow_schema = avro_schema_to_arrow(header.schema)
+        if columns is not None:
+            arrow_schema = project_arrow_schema(arrow_schema, columns)
+        together = decode_blocks(blocks, header, arrow_schema, path)
+        one_by_one = pa.concat_batches([decode_block(b, header, arrow_schema, path) for b in blocks])
+        assert together.equals(one_by_one)
+        assert together.num_rows == 200
+
+
+@needs_native
+@pytest.mark.parametrize("fault", ["junk after the records", "records cut short", "count too high"])
+def test_a_bad_block_among_blocks_decoded_together_is_named(tmp_path, monkeypatch, fault):
+    """A block whose records do not end where it ends fails the joint call; the blocks are then
+    decoded one by one, so the error names the bad block (never a silent shift into the next)."""
+    from beam_tensorize.kernels.avro.decode import decode_blocks
+
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    schema, records = avro_tests._movielens_like(60)
+    path = _write(tmp_path / "m.avro", schema, records, sync_interval=1500)
+    header, blocks = avro_tests._block_offsets(path)
+    bad = blocks[2]
+    if fault == "junk after the records":
+        # One record fewer than the block holds: its last record's bytes are left over, and
+        # would be read as the first record of the next block if blocks were simply joined.
+        blocks[2] = RawBlock(bad.offset, bad.count - 1, bad.data)
+        match = "left over"
+    elif fault == "records cut short":
+        blocks[2] = RawBlock(bad.offset, bad.count, bad.data[:-3])
+        match = "cannot decode record|left over"
+    else:
+        blocks[2] = RawBlock(bad.offset, bad.count + 1, bad.data)
+        match = "cannot decode record"
+    with pytest.raises(AvroFormatError, match=match) as err:
+        decode_blocks(blocks, header, avro_schema_to_arrow(header.schema), path)
+    assert err.value.offset == bad.offset

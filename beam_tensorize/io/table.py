@@ -13,10 +13,10 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.job.files import match_files, open_file
+from beam_tensorize.job.reading import read_split_batches
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
-from beam_tensorize.kernels.provenance import with_split
 
 __all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
 
@@ -167,28 +167,16 @@ class _ReadSplitFn(beam.DoFn):
     def setup(self):
         self._chosen: dict[str, list[str]] = {}  # path -> columns, for chosen columns
 
-    def _columns_of(self, fmt: InputFormat, path: str) -> list[str] | None:
-        if not callable(self._columns):
-            return self._columns
-        if path not in self._chosen:
-            with open_file(path) as f:
-                self._chosen[path] = list(self._columns(fmt.read_schema(f, path, None)))
-        return self._chosen[path]
-
     def process(self, element: tuple[InputFormat, Split]) -> Iterable[pa.RecordBatch]:
         fmt, split = element
-        columns = self._columns_of(fmt, split.path)
-        if columns is not None and not columns:
-            return
-        with open_file(split.path) as f:
-            for item in fmt.read_split(f, split, columns, self._batch_rows):
-                if isinstance(item, dict):
-                    self._bad.inc()
-                    yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
-                else:
-                    self._rows.inc(item.num_rows)
-                    self._batches.inc()
-                    yield with_split(item, split.path, split.start)
+        for item in read_split_batches(fmt, split, self._columns, self._batch_rows, self._chosen):
+            if isinstance(item, dict):
+                self._bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
+            else:
+                self._rows.inc(item.num_rows)
+                self._batches.inc()
+                yield item
 
 
 class ReadAvro(ReadTable):

@@ -25,6 +25,7 @@ and transform do; neither pass holds the input in memory.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -35,8 +36,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyspark import TaskContext
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark import RDD, TaskContext
+from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -74,11 +75,12 @@ from beam_tensorize.job.finish import (
 )
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.preflight import check_same_config
+from beam_tensorize.job.reading import plan_splits, read_split_batches
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
-from beam_tensorize.kernels.features.counting import list_tensors
-from beam_tensorize.kernels.features.extract import extract_tensors, input_columns
+from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
+from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
@@ -91,7 +93,7 @@ from beam_tensorize.kernels.features.vocab import (
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
 from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file
 from beam_tensorize.kernels.split_files import SplitFiles, WrittenFile
-from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, first_file_schema, source_batches
+from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
 __all__ = ["tensorize_spark"]
 
@@ -241,21 +243,10 @@ def tensorize_spark(
         _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
 
-    spark.dataSource.register(TableDataSource)
-
-    def read(columns: Sequence[str]) -> DataFrame:
-        return (
-            spark.read.format(TABLE_FORMAT)
-            .option("format", spec.input_format)
-            .option("columns", ",".join(columns))
-            .option("provenance", "true")
-            .option("batchRows", str(spec.batch_rows))
-            .option("splitBytes", str(spec.split_bytes))
-            .load(list(spec.inputs))
-        )
-
     checked = check_target(split_dir, spec.save_mode)
-    lists = _feature_lists(read, spec)
+    fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
+    splits = plan_splits(spec.inputs, fmt, spec.split_bytes)
+    lists = _feature_lists(spark, splits, spec)
     lists_broadcast = spark.sparkContext.broadcast(lists)
     plan = CommitPlan(
         split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), spec.save_mode, False,
@@ -266,11 +257,22 @@ def tensorize_spark(
             config.tensors, extra, partition_by, lists_broadcast, spec.filter_zeros, spec.num_shards,
             spec.output_format,
         )  # fmt: skip
-        rows = read(columns)
-        if spec.num_shards is None:  # each task writes the files of its split: no shuffle
-            write = _EncodeAndWrite(encode, plan, spec.max_records_per_file, checked["skip"])
-            written = rows.mapInArrow(write, from_arrow_schema(_WRITTEN)).collect()
+        if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
+            write = _EncodeAndWrite(
+                encode, plan, spec.max_records_per_file, checked["skip"], columns, spec.batch_rows
+            )
+            written = _split_tasks(spark, splits).mapPartitions(write).collect()
         else:
+            spark.dataSource.register(TableDataSource)
+            rows = (
+                spark.read.format(TABLE_FORMAT)
+                .option("format", spec.input_format)
+                .option("columns", ",".join(columns))
+                .option("provenance", "true")
+                .option("batchRows", str(spec.batch_rows))
+                .option("splitBytes", str(spec.split_bytes))
+                .load(list(spec.inputs))
+            )
             written = (
                 rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
                 .repartition(spec.num_shards, "path", "shard")
@@ -285,9 +287,13 @@ def tensorize_spark(
         lists_broadcast.destroy()
 
 
-def _feature_lists(read, spec: TensorizeSpec) -> dict[str, FeatureList]:
-    """The lists the records are indexed with: built (train) or loaded, then external ones.
-    `read(columns)` reads the input's columns."""
+def _split_tasks(spark: SparkSession, splits: list) -> RDD:
+    """One Spark task per input split (the tasks read their splits themselves)."""
+    return spark.sparkContext.parallelize(splits, max(1, len(splits)))
+
+
+def _feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec) -> dict[str, FeatureList]:
+    """The lists the records are indexed with: built (train) or loaded, then external ones."""
     config, out, shared, external = (
         spec.config,
         spec.output,
@@ -296,7 +302,7 @@ def _feature_lists(read, spec: TensorizeSpec) -> dict[str, FeatureList]:
     )
     names = config.tensor_names
     if spec.execution_mode == "train":
-        own = _build_feature_lists(read, spec)
+        own = _build_feature_lists(spark, splits, spec)
     else:
         own = read_feature_lists(
             [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
@@ -307,21 +313,18 @@ def _feature_lists(read, spec: TensorizeSpec) -> dict[str, FeatureList]:
     return own
 
 
-def _build_feature_lists(read, spec: TensorizeSpec) -> dict[str, FeatureList]:
-    """Read only the columns the lists are made of, count entries per batch (kernel), sum the
-    counts and keep the top `vocabSizeCap` of each list (Spark), order each list (kernel)."""
+def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec) -> dict[str, FeatureList]:
+    """Read only the columns the lists are made of (chosen per file), count entries per batch
+    (kernel), sum the counts and keep the top `vocabSizeCap` of each list (Spark), order each
+    list (kernel)."""
     config = spec.config
     keys = spec.feature_list_keys
     if not keys:
         return {}
-    fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
     caps = feature_list_caps(config, keys)
-    # Only the tensors whose input (in the table's schema) gives strings or NTV records get lists.
-    listed = list_tensors([t for t in config.tensors if t.name in keys], first_file_schema(spec.inputs, fmt))
-    if not listed:
-        return {}
-    rows = read(input_columns(listed))
-    counts = rows.mapInArrow(_CountEntries(listed, keys), from_arrow_schema(_COUNTS))
+    listed = tuple(t for t in config.tensors if t.name in keys)
+    counted = _split_tasks(spark, splits).mapPartitions(_CountEntries(listed, keys, spec.batch_rows))
+    counts = spark.createDataFrame(counted, from_arrow_schema(_COUNTS))
     totals = counts.groupBy("key", "entry").agg(F.sum("count").alias("count"))
     if caps:
         # Spark compares strings by their UTF-8 bytes, as `order_feature_list` does.
@@ -365,29 +368,29 @@ def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, 
 
 def _tensor_batches(batches: Iterator[pa.RecordBatch], tensors, extra=()) -> Iterator[pa.RecordBatch]:
     """ExtractFeatures + HashFeatures on the reader's batches."""
-    for batch in source_batches(batches):
+    for batch in batches:
         yield hash_tensors(extract_tensors(batch, tensors, extra), tensors)
 
 
 class _CountEntries:
-    """mapInArrow function: (feature-list key, entry, count) of every batch."""
+    """mapPartitions function over input splits: (feature-list key, entry, count) of every
+    batch, reading only the columns the lists are made of."""
 
-    def __init__(self, tensors: tuple[TensorConfig, ...], keys: Mapping[str, str]):
+    def __init__(self, tensors: tuple[TensorConfig, ...], keys: Mapping[str, str], batch_rows: int):
         self._tensors = tensors
         self._keys = dict(keys)
+        self._batch_rows = batch_rows
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in _tensor_batches(batches, self._tensors):
-            counted = list(partial_counts(batch, self._tensors, self._keys))
-            if counted:
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array([key for (key, _), _ in counted], pa.string()),
-                        pa.array([entry for (_, entry), _ in counted], pa.string()),
-                        pa.array([count for _, count in counted], pa.int64()),
-                    ],
-                    schema=_COUNTS,
-                )
+    def __call__(self, splits: Iterator[tuple]) -> Iterator[tuple[str, str | None, int]]:
+        extract = ListTensorExtractor(self._tensors)
+        columns = functools.partial(feature_list_columns, self._tensors)
+        chosen: dict[str, list[str]] = {}
+        for fmt, split in splits:
+            for batch in read_split_batches(fmt, split, columns, self._batch_rows, chosen):
+                extracted = None if isinstance(batch, dict) else extract(batch)
+                if extracted is not None:
+                    for (key, entry), count in partial_counts(extracted, self._tensors, self._keys):
+                        yield key, entry, count
 
 
 class _EncodeBatches:
@@ -414,8 +417,8 @@ class _EncodeBatches:
         self._layouts = tuple(layout_of(t) for t in tensors if t.name not in partition_by)
 
     def encoded(self, batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, object]]:
-        """(kind, item) for each batch: its extra columns' layouts (pickled), its encoded
-        records (a batch), and its dead letters (JSON lines)."""
+        """(kind, item) for each of the reader's batches: its extra columns' layouts (pickled),
+        its encoded records (a batch), and its dead letters (JSON lines)."""
         lookup = FeatureListLookup(self._lists.value)
         for batch in _tensor_batches(batches, self._tensors, self._extra):
             if self._extra:
@@ -432,7 +435,7 @@ class _EncodeBatches:
         partition = TaskContext.get().partitionId()
         columnar = self._output_format == "parquet"
         index = -1
-        for kind, item in self.encoded(batches):
+        for kind, item in self.encoded(source_batches(batches)):
             if kind != _RECORD:
                 yield _rows(
                     kind, "", -1, "", 0, pa.array(item if kind == _DEAD_LETTER else [item], pa.binary())
@@ -453,17 +456,27 @@ class _EncodeBatches:
 
 
 class _EncodeAndWrite:
-    """mapInArrow function over one input split (a partition of the table source): encodes
-    its batches and writes the records into the split's own files (`SplitFiles`, as the Beam
-    sink does), reporting each file with its key; passes dead letters and layouts on."""
+    """mapPartitions function over input splits: reads each split, encodes its batches and
+    writes the records into the split's own files (`SplitFiles`, as the Beam sink does),
+    reporting each file with its key; passes dead letters and layouts on."""
 
-    def __init__(self, encode: _EncodeBatches, plan: CommitPlan, max_records: int | None, skip: bool):
+    def __init__(
+        self,
+        encode: _EncodeBatches,
+        plan: CommitPlan,
+        max_records: int | None,
+        skip: bool,
+        columns,
+        batch_rows: int,
+    ):
         self._encode = encode
         self._plan = plan
         self._max_records = max_records
         self._skip = skip
+        self._columns = columns
+        self._batch_rows = batch_rows
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def __call__(self, splits: Iterator[tuple]) -> Iterator[dict]:
         plan = self._plan
         files = SplitFiles(
             plan.temp_dir, plan.file_format, plan.compression, new_file, self._encode._partition_by,
@@ -471,35 +484,27 @@ class _EncodeAndWrite:
         )  # fmt: skip
         written: list[WrittenFile] = []
         try:
-            for kind, item in self._encode.encoded(batches):
-                if kind == _RECORD:
-                    if not self._skip:
-                        written += files.write(item, split=0)  # the partition is one split
-                else:
-                    payloads = item if kind == _DEAD_LETTER else [item]
-                    yield _written(
-                        kind, [""] * len(payloads), [""] * len(payloads), payloads, [0] * len(payloads)
-                    )
+            for fmt, split in splits:
+                batches = read_split_batches(fmt, split, self._columns, self._batch_rows)
+                for kind, item in self._encode.encoded(b for b in batches if not isinstance(b, dict)):
+                    if kind == _RECORD:
+                        if not self._skip:
+                            written += files.write(item)
+                    else:
+                        for payload in item if kind == _DEAD_LETTER else [item]:
+                            yield {"kind": kind, "payload": payload}
             written += files.close()
         except BaseException:
             files.abort()
             raise
-        if written:
-            yield _written(
-                _RECORD, [f.folder for f in written], [f.key for f in written],
-                [f.temp_path.encode() for f in written], [f.count for f in written],
-            )  # fmt: skip
-
-
-def _written(
-    kind: int, paths: list[str], keys: list[str], payloads: list[bytes], counts: list[int]
-) -> pa.RecordBatch:
-    n = len(paths)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(np.full(n, kind, np.int32)), pa.array(paths, pa.string()), pa.array(np.full(n, -1, np.int32)),
-         pa.array(keys, pa.string()), pa.array(payloads, pa.binary()), pa.array(counts, pa.int64())],
-        schema=_WRITTEN,
-    )  # fmt: skip
+        for f in written:
+            yield {
+                "kind": _RECORD,
+                "path": f.folder,
+                "key": f.key,
+                "payload": f.temp_path.encode(),
+                "count": f.count,
+            }
 
 
 def _ipc(batch: pa.RecordBatch) -> bytes:

@@ -12,8 +12,7 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.job.feature_lists import feature_list_groups, read_feature_lists
-from beam_tensorize.kernels.features.counting import feature_list_columns, list_tensors
-from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
     FeatureListLookup,
@@ -137,14 +136,12 @@ class _ExtractListTensorsFn(beam.DoFn):
         self._tensors = tensors
 
     def setup(self):
-        self._chosen: dict[pa.Schema, tuple[TensorConfig, ...]] = {}
+        self._extract = ListTensorExtractor(self._tensors)
 
     def process(self, batch: pa.RecordBatch):
-        schema = batch.schema.remove_metadata()
-        if schema not in self._chosen:
-            self._chosen[schema] = list_tensors(self._tensors, schema)
-        if self._chosen[schema]:
-            yield extract_tensors(batch, self._chosen[schema])
+        extracted = self._extract(batch)
+        if extracted is not None:
+            yield extracted
 
 
 def _order(grouped: tuple[str, Iterable[tuple[str | None, int]]], caps: Mapping[str, int | None]):

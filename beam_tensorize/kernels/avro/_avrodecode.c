@@ -7,8 +7,13 @@
  * through such skip nodes (recursive types projected away).
  *
  *   compile(program: bytes, blob: bytes) -> capsule
- *   decode(capsule, data: bytes-like, count: int)
+ *   decode(capsule, data: bytes-like, count: int, boundaries: bytes-like = None)
  *       -> (list of (length, null_count, validity, offsets, values) per builder, bytes consumed)
+ *
+ * `data` may hold several blocks' records back to back; `boundaries` then lists, per block, two
+ * little-endian int64 words: the records decoded and the bytes consumed at the block's end (both
+ * counted from the start of `data`). A block whose records do not end exactly at its boundary
+ * fails with the message "block boundary" (the caller decodes the blocks one by one to say why).
  *
  * Program layout (little-endian int64 words):
  *   [VERSION, n_builders, n_nodes, root_node]
@@ -666,19 +671,26 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *capsule;
     Py_buffer data;
+    Py_buffer bounds = {0};
     long long count;
-    if (!PyArg_ParseTuple(args, "Oy*L:decode", &capsule, &data, &count)) return NULL;
+    if (!PyArg_ParseTuple(args, "Oy*L|y*:decode", &capsule, &data, &count, &bounds)) return NULL;
+    const int64_t *bound = bounds.buf ? (const int64_t *)bounds.buf : NULL;
+    Py_ssize_t n_bounds = bounds.buf ? bounds.len / (Py_ssize_t)(2 * sizeof(int64_t)) : 0;
+    Py_ssize_t next_bound = 0;
     if (!PyCapsule_IsValid(capsule, CAPSULE_NAME)) {
+        if (bounds.buf) PyBuffer_Release(&bounds);
         PyBuffer_Release(&data);
         PyErr_SetString(PyExc_TypeError, "decode() needs a program from compile()");
         return NULL;
     }
     Program *prog = (Program *)PyCapsule_GetPointer(capsule, CAPSULE_NAME);
     if (prog == NULL) {
+        if (bounds.buf) PyBuffer_Release(&bounds);
         PyBuffer_Release(&data);
         return NULL;
     }
     if (count < 0 || count > MAX_OFFSET) {
+        if (bounds.buf) PyBuffer_Release(&bounds);
         PyBuffer_Release(&data);
         PyErr_Format(DecodeError, "invalid record count %lld", count);
         return NULL;
@@ -690,6 +702,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     c.end = c.pos + data.len;
     c.b = (Builder *)calloc((size_t)prog->n_builders, sizeof(Builder));
     if (c.b == NULL) {
+        if (bounds.buf) PyBuffer_Release(&bounds);
         PyBuffer_Release(&data);
         return PyErr_NoMemory();
     }
@@ -710,6 +723,13 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         if (decode_node(&c, prog->root) < 0) {
             rc = -1;
             break;
+        }
+        while (next_bound < n_bounds && bound[2 * next_bound] == record + 1) {
+            if (c.pos - (const uint8_t *)data.buf != bound[2 * next_bound + 1]) {
+                rc = fail(&c, "block boundary");
+                break;
+            }
+            next_bound++;
         }
     }
     Py_END_ALLOW_THREADS
@@ -769,6 +789,7 @@ done:
         free(c.b[i].values.data);
     }
     free(c.b);
+    if (bounds.buf) PyBuffer_Release(&bounds);
     PyBuffer_Release(&data);
     return result;
 }
@@ -776,7 +797,7 @@ done:
 static PyMethodDef methods[] = {
     {"compile", py_compile, METH_VARARGS, "compile(program: bytes, blob: bytes) -> capsule"},
     {"decode", py_decode, METH_VARARGS,
-     "decode(program, data, count) -> (per-builder (length, null_count, validity, offsets, values), "
+     "decode(program, data, count, boundaries=None) -> (per-builder (length, null_count, validity, offsets, values), "
      "bytes consumed)"},
     {NULL, NULL, 0, NULL},
 };

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 
 from beam_tensorize.kernels.arrow_types import check_columns, project_arrow_schema
@@ -38,6 +39,7 @@ __all__ = [
     "DECODER_ENV",
     "Plan",
     "decode_block",
+    "decode_blocks",
     "decoding_plan",
     "read_avro_batches",
     "schema_key",
@@ -233,6 +235,37 @@ def decode_block(block: RawBlock, header: AvroHeader, arrow_schema: pa.Schema, p
         raise AvroFormatError(path, str(e)) from None
     data = decompress(block, header.codec, path)
     return plan.decode(data, block, path, arrow_schema)
+
+
+def decode_blocks(
+    blocks: Sequence[RawBlock], header: AvroHeader, arrow_schema: pa.Schema, path: str
+) -> pa.RecordBatch:
+    """Decompresses and decodes several consecutive blocks into one record batch: with the
+    native decoder in one call (each block checked to end where it should), else block by
+    block (`decode_block`), which is also how a failure is explained.
+
+    Raises:
+        AvroFormatError: as `decode_block`, naming the block at fault.
+    """
+    joint = len(blocks) > 1 and all(block.count > 0 for block in blocks)
+    if joint and os.environ.get(DECODER_ENV, "").lower() != "fastavro":
+        try:
+            plan = decoding_plan(schema_key(header), arrow_schema)
+        except ValueError as e:
+            raise AvroFormatError(path, str(e)) from None
+        if plan.native is not None:
+            datas = [decompress(block, header.codec, path) for block in blocks]
+            bounds = np.empty((len(blocks), 2), np.int64)
+            bounds[:, 0] = np.cumsum([block.count for block in blocks])
+            bounds[:, 1] = np.cumsum([len(d) for d in datas])
+            try:
+                columns, used = plan.native.decode(b"".join(datas), int(bounds[-1, 0]), bounds.tobytes())
+                if used == bounds[-1, 1]:
+                    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+            except (ValueError, plan.native.TooDeep, pa.ArrowException, TypeError):
+                pass  # decoded one by one below, for a precise error (or the fastavro path)
+    parts = [decode_block(block, header, arrow_schema, path) for block in blocks]
+    return parts[0] if len(parts) == 1 else pa.concat_batches(parts)
 
 
 def read_avro_batches(

@@ -328,8 +328,10 @@ class NativeDecoder:
         self._root = root
         self._decode = _extension().decode
 
-    def decode(self, data: bytes, count: int) -> tuple[list[pa.Array], int]:
-        """Decodes `count` records from `data`.
+    def decode(self, data: bytes, count: int, boundaries: bytes | None = None) -> tuple[list[pa.Array], int]:
+        """Decodes `count` records from `data`: one block's records, or several blocks' back to
+        back with `boundaries` (per block, int64 records and bytes at its end, cumulative); a
+        block not ending at its boundary raises ValueError "block boundary".
 
         Returns:
             The top-level columns, and the number of bytes the records took.
@@ -340,7 +342,10 @@ class NativeDecoder:
                 recursive types, which are skipped); the data may be valid.
         """
         try:
-            parts, used = self._decode(self._program, data, count)
+            if boundaries is None:
+                parts, used = self._decode(self._program, data, count)
+            else:
+                parts, used = self._decode(self._program, data, count, boundaries)
         except ValueError as e:
             if self.error_details(e)[1] == _TOO_DEEP:
                 raise TooDeep(str(e)) from None

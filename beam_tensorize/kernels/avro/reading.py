@@ -10,8 +10,8 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from beam_tensorize.kernels.arrow_types import project_arrow_schema, resolve_column
-from beam_tensorize.kernels.avro.container import iter_blocks, read_header
-from beam_tensorize.kernels.avro.decode import decode_block, schema_key
+from beam_tensorize.kernels.avro.container import RawBlock, iter_blocks, read_header
+from beam_tensorize.kernels.avro.decode import decode_blocks, schema_key
 from beam_tensorize.kernels.avro.types import avro_schema_to_arrow
 from beam_tensorize.kernels.provenance import with_source
 
@@ -89,8 +89,8 @@ def read_avro_range(
 ) -> Iterator[pa.RecordBatch]:
     """Reads the blocks starting in ``[start, end)`` as batches of about `batch_rows` rows.
 
-    Blocks are decoded one at a time and gathered until a batch holds `batch_rows` rows or
-    more (a batch never spans two ranges). Each batch is tagged with `path` and the offset
+    Blocks are gathered until they hold `batch_rows` rows or more (a batch never spans two
+    ranges), then decoded together (`decode_blocks`). Each batch is tagged with `path` and the offset
     of its first block (see :mod:`beam_tensorize.kernels.provenance`), so the same file and
     ranges give the same batches and tags on every runner.
 
@@ -115,21 +115,13 @@ def read_avro_range(
     """
     header = read_header(f, path)
     schema = _range_schema(schema_key(header), None if columns is None else tuple(columns), path)
-    pending: list[pa.RecordBatch] = []
-    pending_rows, first_offset = 0, None
+    pending: list[RawBlock] = []
+    pending_rows = 0
     for block in iter_blocks(f, header, path, start, end):
-        batch = decode_block(block, header, schema, path)
-        if first_offset is None:
-            first_offset = block.offset
-        pending.append(batch)
-        pending_rows += batch.num_rows
+        pending.append(block)
+        pending_rows += block.count
         if pending_rows >= batch_rows:
-            yield _tagged(pending, path, first_offset)
-            pending, pending_rows, first_offset = [], 0, None
+            yield with_source(decode_blocks(pending, header, schema, path), path, pending[0].offset)
+            pending, pending_rows = [], 0
     if pending_rows:
-        yield _tagged(pending, path, first_offset)
-
-
-def _tagged(pending: list[pa.RecordBatch], path: str, offset: int) -> pa.RecordBatch:
-    batch = pending[0] if len(pending) == 1 else pa.concat_batches(pending)
-    return with_source(batch, path, offset)
+        yield with_source(decode_blocks(pending, header, schema, path), path, pending[0].offset)

@@ -30,7 +30,7 @@ from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.features.extract import ExtractError, extract_tensors, input_columns
 from beam_tensorize.kernels.features.vocab import may_use_feature_list, uses_feature_list
 
-__all__ = ["feature_list_columns", "list_tensors"]
+__all__ = ["ListTensorExtractor", "feature_list_columns", "list_tensors"]
 
 
 def list_tensors(tensors: Sequence[TensorConfig], schema: pa.Schema) -> tuple[TensorConfig, ...]:
@@ -53,3 +53,33 @@ def list_tensors(tensors: Sequence[TensorConfig], schema: pa.Schema) -> tuple[Te
 def feature_list_columns(tensors: Sequence[TensorConfig], schema: pa.Schema) -> list[str]:
     """The input columns (or dotted paths) the feature-list tensors of `schema` read."""
     return input_columns(list_tensors(tensors, schema))
+
+
+class ListTensorExtractor:
+    """Extracts, from each batch, the tensors that get feature lists in its schema (chosen once
+    per schema): the counting pass's extraction.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from beam_tensorize.config import parse_config
+        >>> config = parse_config({"features": [
+        ...     {"inputFeatureInfo": {"columnExpr": "g"}, "outputTensorInfo": {"name": "g", "dtype": "long", "shape": []}},
+        ...     {"inputFeatureInfo": {"columnExpr": "n"}, "outputTensorInfo": {"name": "n", "dtype": "long", "shape": []}}]})
+        >>> extract = ListTensorExtractor(config.tensors)
+        >>> extract(pa.RecordBatch.from_pydict({"g": ["a"], "n": [1]})).schema.names
+        ['g']
+        >>> extract(pa.RecordBatch.from_pydict({"n": [1]})) is None
+        True
+    """
+
+    def __init__(self, tensors: Sequence[TensorConfig]):
+        self._tensors = tuple(tensors)
+        self._chosen: dict[pa.Schema, tuple[TensorConfig, ...]] = {}
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        """The feature-list tensors of `batch`, or None when it has none."""
+        schema = batch.schema.remove_metadata()
+        if schema not in self._chosen:
+            self._chosen[schema] = list_tensors(self._tensors, schema)
+        tensors = self._chosen[schema]
+        return extract_tensors(batch, tensors) if tensors else None
