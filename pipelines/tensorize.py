@@ -12,13 +12,17 @@ accepted as well.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import difflib
 import logging
 import os
 import posixpath
 import re
+import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -33,6 +37,7 @@ from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.preflight import check_output_writable, check_same_config
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
+from beam_tensorize.progress import PROGRESS_ENV, ProgressReporter, format_rate, read_progress
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
 
@@ -167,6 +172,21 @@ class TensorizeOptions(PipelineOptions):
             "--verbose=true|false); without it they go to a log file named in the error line.",
         )
         parser.add_argument(
+            "--quiet",
+            type=_boolean,
+            nargs="?",
+            const=True,
+            default=False,
+            help="Print nothing but errors: no progress lines, no summary.",
+        )
+        parser.add_argument(
+            "--progress_interval",
+            type=float,
+            default=10.0,
+            help="Seconds between progress lines (rows read and written, rows/s, elapsed time) on "
+            "the DirectRunner (default 10).",
+        )
+        parser.add_argument(
             "--batch_rows",
             type=int,
             default=8192,
@@ -263,7 +283,7 @@ def _print_help() -> None:
     parser.print_help()
 
 
-def _summary(spec: TensorizeSpec, result) -> str:
+def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float) -> str:
     output = spec.output
     metadata = read_metadata(output) or {}
     entries = metadata.get("features", []) + metadata.get("labels", [])
@@ -281,6 +301,8 @@ def _summary(spec: TensorizeSpec, result) -> str:
         rows_read = sum(c.committed or 0 for c in counters if c.key.metric.name == metrics.ROWS_READ)
     except Exception:  # noqa: BLE001 - some runners report no metrics
         pass
+    if not rows_read and totals.get(metrics.ROWS_READ):
+        rows_read = totals[metrics.ROWS_READ]
     lines = [
         f"Output written to {output}",
         f"  rows read:     {rows_read if rows_read is not None else 'n/a'}",
@@ -289,6 +311,8 @@ def _summary(spec: TensorizeSpec, result) -> str:
         f"  files:         {', '.join(posixpath.join(split, f) for f in data.get('files', []))}",
         f"  feature lists: {', '.join(lists) if lists else 'none'}",
         f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
+        f"  time:          {elapsed:.1f} s"
+        + (f" ({format_rate(rows_read, elapsed)} read)" if rows_read else ""),
     ]
     if rows_read == 0:
         lines.append("  note:          the input holds no rows: the output is complete and empty")
@@ -308,12 +332,14 @@ def _check_our_flags(argv: list[str]) -> argparse.Namespace:
 
 
 class _ConsoleFilter(logging.Filter):
-    """Keeps the runner's error records (with their tracebacks) off the console: the CLI says
-    what failed in one line, and the log file holds the rest."""
+    """Keeps the runner's records (its errors with their tracebacks, its warnings) off the
+    console: the CLI says what failed in one line, and the log file holds the rest."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # The runner's own warnings (e.g. the worker processes' start-up notes in
+        # multi-process mode) are for the log file too: the console is the job's.
         return not (
-            record.levelno >= logging.ERROR and (record.name.startswith("apache_beam") or record.exc_info)
+            record.name.startswith("apache_beam") or (record.levelno >= logging.ERROR and record.exc_info)
         )
 
 
@@ -404,13 +430,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     split_dir = spec.split_dir
     held_data = ignoring_existing(split_dir, spec.save_mode)
+    if options.progress_interval <= 0:
+        print("error: --progress_interval must be a positive number of seconds", file=sys.stderr)
+        return 2
+    progress_dir = tempfile.mkdtemp(prefix="beam_tensorize-progress-")
+    os.environ[PROGRESS_ENV] = progress_dir  # worker processes inherit it
+    started = time.monotonic()
     try:
-        result = pipeline.run()
-        if pipeline_options.view_as(TestOptions).dry_run:
-            runner = _runner_name(pipeline_options)
-            print(f"Dry run: the job graph was built and translated for {runner}; nothing ran.")
-            return 0
-        result.wait_until_finish()
+        reporter = ProgressReporter(progress_dir, _ProgressLine(), options.progress_interval)
+        with reporter if not options.quiet else contextlib.nullcontext():
+            result = pipeline.run()
+            if pipeline_options.view_as(TestOptions).dry_run:
+                runner = _runner_name(pipeline_options)
+                print(f"Dry run: the job graph was built and translated for {runner}; nothing ran.")
+                return 0
+            result.wait_until_finish()
     except Exception as err:  # any failure of the job ends the command the same way
         _LOGGER.error("The job failed", exc_info=True)
         details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
@@ -419,11 +453,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        os.environ.pop(PROGRESS_ENV, None)
+        totals = read_progress(progress_dir)
+        shutil.rmtree(progress_dir, ignore_errors=True)
+    if options.quiet:
+        return 0
     if held_data:
         print(f"{split_dir} already held data; with --save_mode ignore nothing was written.")
         return 0
-    print(_summary(spec, result))
+    print(_summary(spec, result, totals, time.monotonic() - started))
     return 0
+
+
+class _ProgressLine:
+    """The reporter's line: rows read and written so far, the pass's rate, the time. Train mode
+    reads the input twice: first the feature-list columns, then everything."""
+
+    def __init__(self):
+        self._writing_since: tuple[float, int] | None = None  # (elapsed, rows read) then
+
+    def __call__(self, totals: dict[str, int], elapsed: float) -> str:
+        read, written = totals.get(metrics.ROWS_READ, 0), totals.get(metrics.EXAMPLES_WRITTEN, 0)
+        counted = totals.get(metrics.ROWS_COUNTED, 0)
+        clock = datetime.timedelta(seconds=round(elapsed))
+        if not read:
+            rate = format_rate(counted, elapsed)
+            return f"progress: counting feature-list entries: {counted:,} rows read ({rate}), {clock} elapsed"
+        if not counted:  # one pass
+            rate = format_rate(read, elapsed)
+        else:  # the second pass: its rate since the first line that saw it
+            if self._writing_since is None:
+                self._writing_since = (elapsed, read)
+            since, rows_then = self._writing_since
+            rate = format_rate(read - rows_then, elapsed - since) if elapsed > since else "n/a rows/s"
+        return f"progress: {read:,} rows read, {written:,} written ({rate}), {clock} elapsed"
 
 
 def _runner_name(options: PipelineOptions) -> str:

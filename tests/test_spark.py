@@ -562,3 +562,21 @@ def test_only_the_spark_package_imports_pyspark():
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Tensorize"
+
+
+def test_spark_writes_the_cli_files_one_per_input_split(spark, tmp_path):
+    """With no `num_shards`, each Spark task reads its input split and writes its own file (no
+    shuffle), and the files are those of the Beam command line, byte for byte."""
+    from pipelines.tensorize import main
+    from tests.test_scale import _three_inputs, _tree
+
+    pattern = _three_inputs(tmp_path / "in")
+    assert (
+        main(["--input", pattern, "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "beam"), "--quiet"])
+        == 0
+    )
+    result = tensorize_spark(spark, pattern, SAMPLE_CONFIG, str(tmp_path / "spark"))
+    assert result["numRecords"] == 300
+    beam_files = _tree(tmp_path / "beam")
+    assert len([f for f in beam_files if f.startswith("trainingData/part-")]) == 3
+    assert _tree(tmp_path / "spark") == beam_files

@@ -26,6 +26,7 @@ from beam_tensorize.job.commit import (
 from beam_tensorize.job.files import create_file, new_file
 from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_file
 from beam_tensorize.kernels.split_files import SplitFiles, WrittenFile
+from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["WriteShardedFiles"]
 
@@ -159,6 +160,9 @@ class _WriteSplitFilesFn(beam.DoFn):
         self._records = Metrics.counter(metrics.NAMESPACE, metrics.EXAMPLES_WRITTEN)
         self._files_written = Metrics.counter(metrics.NAMESPACE, metrics.FILES_WRITTEN)
 
+    def setup(self):
+        self._progress = ProgressCounter(metrics.EXAMPLES_WRITTEN)
+
     def start_bundle(self):
         plan = self._plan
         self._files = SplitFiles(
@@ -171,11 +175,13 @@ class _WriteSplitFilesFn(beam.DoFn):
             return
         try:
             yield from self._report(self._files.write(batch))
+            self._progress.add(batch.num_rows)
         except BaseException:
             self._files.abort()
             raise
 
     def finish_bundle(self):
+        self._progress.flush()
         for written in self._report(self._files.close()):
             yield WindowedValue(written, GlobalWindow().max_timestamp(), [GlobalWindow()])
 
@@ -223,4 +229,7 @@ class _WriteShardFn(beam.DoFn):
             count = write_file(raw, ordered, self._plan.file_format, self._plan.compression)
         self._records.inc(count)
         self._files.inc()
+        progress = ProgressCounter(metrics.EXAMPLES_WRITTEN)
+        progress.add(count)
+        progress.flush()
         yield WrittenFile(path, shard, temp_path, count)

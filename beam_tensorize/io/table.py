@@ -17,6 +17,7 @@ from beam_tensorize.job.reading import read_split_batches
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
+from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
 
@@ -160,12 +161,17 @@ class _ReadSplitFn(beam.DoFn):
     def __init__(self, columns: list[str] | None, batch_rows: int, rows_metric: str):
         self._columns = columns
         self._batch_rows = batch_rows
+        self._rows_metric = rows_metric
         self._rows = Metrics.counter(metrics.NAMESPACE, rows_metric)
         self._batches = Metrics.counter(metrics.NAMESPACE, metrics.BATCHES_READ)
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def setup(self):
         self._chosen: dict[str, list[str]] = {}  # path -> columns, for chosen columns
+        self._progress = ProgressCounter(self._rows_metric)
+
+    def finish_bundle(self):
+        self._progress.flush()
 
     def process(self, element: tuple[InputFormat, Split]) -> Iterable[pa.RecordBatch]:
         fmt, split = element
@@ -175,6 +181,7 @@ class _ReadSplitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)
             else:
                 self._rows.inc(item.num_rows)
+                self._progress.add(item.num_rows)
                 self._batches.inc()
                 yield item
 
