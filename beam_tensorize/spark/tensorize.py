@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import operator
 import os
 import pickle
 import posixpath
@@ -37,8 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 from pyspark import RDD, TaskContext
-from pyspark.sql import SparkSession, Window
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
@@ -121,9 +121,6 @@ _WRITTEN = pa.schema(
         pa.field("payload", pa.binary()),  # a file's temporary path, a dead letter, layouts
         pa.field("count", pa.int64()),
     ]
-)
-_COUNTS = pa.schema(
-    [pa.field("key", pa.string()), pa.field("entry", pa.string()), pa.field("count", pa.int64())]
 )
 
 
@@ -315,8 +312,8 @@ def _feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec) -> di
 
 def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec) -> dict[str, FeatureList]:
     """Read only the columns the lists are made of (chosen per file), count entries per batch
-    (kernel), sum the counts and keep the top `vocabSizeCap` of each list (Spark), order each
-    list (kernel)."""
+    (kernel), sum the counts per entry (Spark), order each list and cut it to its
+    `vocabSizeCap` (kernel, on an executor)."""
     config = spec.config
     keys = spec.feature_list_keys
     if not keys:
@@ -324,19 +321,17 @@ def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec)
     caps = feature_list_caps(config, keys)
     listed = tuple(t for t in config.tensors if t.name in keys)
     counted = _split_tasks(spark, splits).mapPartitions(_CountEntries(listed, keys, spec.batch_rows))
-    counts = spark.createDataFrame(counted, from_arrow_schema(_COUNTS))
-    totals = counts.groupBy("key", "entry").agg(F.sum("count").alias("count"))
-    if caps:
-        # Spark compares strings by their UTF-8 bytes, as `order_feature_list` does.
-        rank = F.row_number().over(Window.partitionBy("key").orderBy(F.desc("count"), F.asc("entry")))
-        cap = F.create_map(*[F.lit(v) for item in sorted(caps.items()) for v in item])[F.col("key")]
-        entries = totals.where(F.col("entry").isNotNull()).withColumn("rank", rank)
-        entries = entries.where(cap.isNull() | (F.col("rank") <= cap)).drop("rank")
-        totals = totals.where(F.col("entry").isNull()).unionByName(entries)
-    counted: dict[str, list[tuple[str | None, int]]] = {}
-    for row in totals.collect():
-        counted.setdefault(row["key"], []).append((row["entry"], row["count"]))
-    built = {key: build_feature_list(pairs, caps.get(key)) for key, pairs in counted.items()}
+    # As the Beam job: sum per (list, entry), then one list's distinct entries meet to be ordered
+    # and cut to its cap (kernels). Plain RDD steps: the counts never pass through Spark SQL.
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    built = dict(
+        counted.map(lambda c: ((c[0], c[1]), c[2]))
+        .reduceByKey(operator.add, parallelism)
+        .map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
+        .groupByKey(parallelism)
+        .map(lambda grouped: (grouped[0], build_feature_list(grouped[1], caps.get(grouped[0]))))
+        .collect()
+    )
     return lists_per_tensor(built, keys)
 
 

@@ -1,0 +1,235 @@
+"""Scale benchmark: rows/s, CPU seconds and peak memory of the whole job at 1M and 4M rows.
+
+For each input size and each path, the job runs as a child process (the CLI, or a small
+`tensorize_spark` driver), and a sampler reads `/proc` every 0.2 s: the resident memory of the
+child and all its descendants (worker processes, the JVM and its Python workers), summed at
+each sample, and their CPU time. Paths:
+
+* **beam-1**: the CLI on the DirectRunner, in-process (the default);
+* **beam-mp1** / **beam-mp2**: `--direct_running_mode multi_processing` with 1 / 2 workers;
+* **spark-2**: `tensorize_spark` on `local[2]` (a driver script starting the session; the time
+  of the `tensorize_spark` call alone is printed too, as a Spark user's session is usually up).
+
+All runs use the bundled config (hashing, feature lists, NTV sparse) in train mode. The inputs
+are MovieLens-like Avro files (`bench_tensorize.generate_movielens_avro`, 1M rows each, seeds
+0..3), generated once and cached in `--workdir`: the 1M input is the first file, the 4M input
+all four. Then it prints a table and the ratios of DESIGN §9:
+
+* memory: peak RSS at 4M / at 1M (target <= 1.2) for every path;
+* workers: beam-mp2 rows/s / beam-mp1 rows/s (target >= 1.6), and beam-mp2 / beam-1;
+* Spark: spark-2 rows/s / beam-mp2 rows/s (target >= 1.0);
+* throughput: beam-1 rows/s at 4M per CPU core used (target >= 100,000).
+
+Timings are printed, never asserted. Run from the repository root:
+
+    python benchmarks/bench_scale.py                       # 1M and 4M rows, all paths
+    python benchmarks/bench_scale.py --sizes 1 --paths beam-1 beam-mp2
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from bench_tensorize import generate_movielens_avro  # noqa: E402
+
+ROWS_PER_FILE = 1_000_000
+PATHS = ("beam-1", "beam-mp1", "beam-mp2", "spark-2")
+CONFIG = os.path.join(ROOT, "beam_tensorize", "sample", "config.json")
+_CLK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+_SPARK_DRIVER = """
+import sys, time
+from pyspark.sql import SparkSession
+from beam_tensorize.spark import tensorize_spark
+spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+start = time.perf_counter()
+result = tensorize_spark(spark, sys.argv[1], sys.argv[2], sys.argv[3], save_mode="overwrite")
+print("job_seconds", time.perf_counter() - start)
+spark.stop()
+"""
+
+
+def _inputs(workdir: str, files: int) -> str:
+    """The glob of the first `files` cached 1M-row inputs (generated in parallel if missing)."""
+    folder = os.path.join(workdir, f"input-{files}M")
+    os.makedirs(folder, exist_ok=True)
+    wanted = [os.path.join(workdir, f"movielens-1M-seed{i}.avro") for i in range(files)]
+    missing = [(p, i) for i, p in enumerate(wanted) if not os.path.exists(p)]
+    if missing:
+        print(f"generating {len(missing)} input file(s) of {ROWS_PER_FILE:,} rows (cached in {workdir}) ...")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            jobs = [pool.submit(_generate, path, seed) for path, seed in missing]
+            for job in jobs:
+                job.result()
+    for path in wanted:
+        link = os.path.join(folder, os.path.basename(path))
+        if not os.path.exists(link):
+            os.symlink(path, link)
+    return os.path.join(folder, "*.avro")
+
+
+def _generate(path: str, seed: int) -> None:
+    generate_movielens_avro(path + ".part", ROWS_PER_FILE, seed=seed)
+    os.replace(path + ".part", path)
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+class _Sampler:
+    """Peak summed RSS and total CPU seconds of a process tree, from /proc."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self._pid = pid
+        self._interval = interval
+        self._cpu: dict[int, float] = {}
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = 0
+            for pid in _tree(self._pid):
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                self._cpu[pid] = (int(fields[11]) + int(fields[12])) / _CLK
+                rss += int(fields[21]) * _PAGE
+            self.peak_rss = max(self.peak_rss, rss)
+            self._stop.wait(self._interval)
+
+    def stop(self) -> float:
+        """Stops sampling; returns the CPU seconds seen."""
+        self._stop.set()
+        self._thread.join()
+        return sum(self._cpu.values())
+
+
+def _command(path: str, pattern: str, out: str) -> list[str]:
+    if path == "spark-2":
+        return [sys.executable, "-c", _SPARK_DRIVER, pattern, CONFIG, out]
+    cli = [sys.executable, "-m", "pipelines.tensorize", "--input", pattern, "--config", CONFIG,
+           "--output", out, "--save_mode", "overwrite", "--quiet"]  # fmt: skip
+    workers = {"beam-1": [], "beam-mp1": ["1"], "beam-mp2": ["2"]}[path]
+    if workers:
+        cli += ["--direct_running_mode", "multi_processing", "--direct_num_workers", workers[0]]
+    return cli
+
+
+def run(path: str, pattern: str, out: str) -> dict:
+    """One timed run of `path` as a child process."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYSPARK_PYTHON=sys.executable)
+    start = time.perf_counter()
+    child = subprocess.Popen(_command(path, pattern, out), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    sampler = _Sampler(child.pid)
+    stdout, stderr = child.communicate()
+    wall = time.perf_counter() - start
+    cpu = sampler.stop()
+    if child.returncode != 0:
+        raise SystemExit(f"{path} failed (exit {child.returncode}):\n{stderr[-3000:]}")
+    job = [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("job_seconds ")]
+    # Spark: the `tensorize_spark` call alone too (the session is the caller's, started before).
+    return {"wall": wall, "cpu": cpu, "rss": sampler.peak_rss, "job": job[0] if job else wall}
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4], help="millions of rows (1-4)")
+    parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "beam_tensorize-bench-scale"),
+                        help="where inputs are cached and outputs written")  # fmt: skip
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    os.makedirs(args.workdir, exist_ok=True)
+    results: dict[tuple[str, int], dict] = {}
+    for size in args.sizes:
+        pattern = _inputs(args.workdir, size)
+        for path in args.paths:
+            out = os.path.join(args.workdir, f"out-{path}-{size}M")
+            results[path, size] = run(path, pattern, out)
+            shutil.rmtree(out, ignore_errors=True)
+            r = results[path, size]
+            rows = size * ROWS_PER_FILE
+            job = f" (tensorize_spark call: {r['job']:.1f} s)" if r["job"] != r["wall"] else ""
+            print(f"{path:9} {size}M rows: {r['wall']:6.1f} s wall{job}, {rows / r['wall']:9,.0f} rows/s, "
+                  f"{r['cpu']:6.1f} CPU s, peak RSS {r['rss'] / 2**20:7,.0f} MiB", flush=True)  # fmt: skip
+    print()
+    print("| path | rows | wall s | rows/s | CPU s | rows per CPU s | peak RSS (all processes) |")
+    print("|---|---|---|---|---|---|---|")
+    for (path, size), r in results.items():
+        rows = size * ROWS_PER_FILE
+        print(f"| {path} | {size}M | {r['wall']:.1f} | {rows / r['wall']:,.0f} | {r['cpu']:.1f} | "
+              f"{rows / r['cpu']:,.0f} | {r['rss'] / 2**20:,.0f} MiB |")  # fmt: skip
+    print()
+
+    def rate(path: str, size: int) -> float | None:
+        r = results.get((path, size))
+        return None if r is None else size * ROWS_PER_FILE / r["wall"]
+
+    big = max(args.sizes)
+    for path in args.paths:
+        if (path, 1) in results and (path, 4) in results:
+            ratio = results[path, 4]["rss"] / results[path, 1]["rss"]
+            print(f"memory  {path:9} peak RSS 4M / 1M = {ratio:.2f}  (target <= 1.2)")
+    for label, a, b, target in (
+        ("workers beam-mp2 / beam-mp1", "beam-mp2", "beam-mp1", 1.6),
+        ("workers beam-mp2 / beam-1  ", "beam-mp2", "beam-1", None),
+        ("spark   spark-2 / beam-mp2 ", "spark-2", "beam-mp2", 1.0),
+    ):
+        if rate(a, big) and rate(b, big):
+            goal = f"  (target >= {target})" if target else ""
+            print(f"{label} rows/s at {big}M = {rate(a, big) / rate(b, big):.2f}{goal}")
+    if ("spark-2", big) in results and ("beam-mp2", big) in results:
+        job = results["spark-2", big]["job"]
+        ratio = results["beam-mp2", big]["wall"] / job
+        print(f"spark   tensorize_spark call (session already up) / beam-mp2 at {big}M = {ratio:.2f}")
+    if ("beam-1", big) in results:
+        r = results["beam-1", big]
+        rows = big * ROWS_PER_FILE
+        print(f"throughput beam-1 at {big}M: {rows / r['wall']:,.0f} rows/s on one core "
+              f"({rows / r['cpu']:,.0f} rows per CPU second)  (target >= 100,000)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
