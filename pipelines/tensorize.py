@@ -34,7 +34,12 @@ from beam_tensorize.config import ConfigError, load_config
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
-from beam_tensorize.job.preflight import check_output_writable, check_same_config
+from beam_tensorize.job.preflight import (
+    RunLock,
+    check_output_writable,
+    check_same_config,
+    remove_stale_temporaries,
+)
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.progress import PROGRESS_ENV, ProgressReporter, format_rate, read_progress
@@ -422,9 +427,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = _resolve(options)
         pipeline = beam.Pipeline(options=pipeline_options)  # also sets up the file systems
         build_pipeline(pipeline, spec)
-        if not pipeline_options.view_as(TestOptions).dry_run:
+        dry_run = pipeline_options.view_as(TestOptions).dry_run
+        if not dry_run:
             check_output_writable(spec.output)
             check_same_config(spec)
+            removed, size = remove_stale_temporaries(spec.output)
+            if removed and not options.quiet:
+                print(
+                    f"note: removed {removed} temporary file(s) ({size / 2**20:.1f} MiB) that runs which "
+                    f"did not finish had left in {spec.output}",
+                    file=sys.stderr,
+                )
     except (ConfigError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -438,7 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     try:
         reporter = ProgressReporter(progress_dir, _ProgressLine(), options.progress_interval)
-        with reporter if not options.quiet else contextlib.nullcontext():
+        lock = contextlib.nullcontext() if dry_run else RunLock(spec.output)
+        with lock, reporter if not options.quiet else contextlib.nullcontext():
             result = pipeline.run()
             if pipeline_options.view_as(TestOptions).dry_run:
                 runner = _runner_name(pipeline_options)

@@ -337,3 +337,48 @@ def test_a_validation_run_with_another_config_is_refused_and_damages_nothing(tmp
         )
         == 0
     )
+
+
+def _killed_run_leftovers(out, pid: int) -> list:
+    """What a run killed midway leaves: its temporary data files and dead letters, and its lock."""
+    import json
+    import socket
+
+    files = [
+        out / "trainingData" / "_temporary" / "deadbeef" / "part-1.tfrecord",
+        out / "trainingData" / "_temporary" / "deadbeef" / "day=1" / "part-2.tfrecord",
+        out / "deadLetters" / "trainingData" / "_temporary" / "cafe.jsonl",
+    ]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 1000)
+    lock = out / "_temporary" / ".run-0123.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "started": 0}))
+    return [*files, lock]
+
+
+def test_what_a_killed_run_left_is_removed_by_the_next_run_which_says_so(tmp_path, capsys):
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its process id now names no process
+    out = tmp_path / "o"
+    _killed_run_leftovers(out, gone.pid)
+    code, err = _run(capsys, "--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out))
+    assert code == 0
+    assert err.startswith(
+        f"note: removed 4 temporary file(s) (0.0 MiB) that runs which did not finish had left in {out}\n"
+    )
+    assert [p for p in out.rglob("*") if "_temporary" in p.parts] == []
+    assert (out / "_SUCCESS").exists()
+
+
+def test_a_running_job_s_temporary_files_are_left_alone(tmp_path, capsys):
+    out = tmp_path / "o"
+    leftovers = _killed_run_leftovers(out, os.getpid())  # a live process holds the lock
+    code, err = _run(capsys, "--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out))
+    assert code == 0 and "note: removed" not in err
+    assert all(p.exists() for p in leftovers)
+    # This run's own lock is gone; the other job's stays.
+    assert sorted(p.name for p in (out / "_temporary").iterdir()) == [".run-0123.lock"]

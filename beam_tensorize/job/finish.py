@@ -16,7 +16,7 @@ import uuid
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER
+from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, remove_empty_temporary
 from beam_tensorize.job.files import create_file, list_files, write_text_atomically
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 
@@ -117,8 +117,10 @@ def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = F
 
 
 def commit_dead_letters(counts: dict, folder: str) -> None:
-    """Move this run's dead letters into `<folder>/part-00000-of-00001.jsonl` and remove the
-    leftovers of earlier runs (`_temporary/`, `_failed/`)."""
+    """Move this run's dead letters into `<folder>/part-00000-of-00001.jsonl` and remove those
+    of an earlier failed run (`_failed/`); `_temporary/` goes once empty (a job running beside
+    this one may have its own there; what killed runs left is removed when a run starts, see
+    `beam_tensorize.job.preflight.remove_stale_temporaries`)."""
     pending = counts.get("deadLetters")
     if pending is None:
         return
@@ -126,13 +128,13 @@ def commit_dead_letters(counts: dict, folder: str) -> None:
     if FileSystems.exists(final):
         FileSystems.delete([final])
     FileSystems.rename([pending], [final])
-    for leftover in (TEMP_FOLDER, FAILED_FOLDER):
-        path = posixpath.join(folder, leftover)
-        files = list_files(posixpath.join(path, "**"))
-        if files:
-            FileSystems.delete(files)
-        if FileSystems.exists(path):  # an emptied local folder (object stores have none)
-            FileSystems.delete([path])
+    failed = posixpath.join(folder, FAILED_FOLDER)
+    files = list_files(posixpath.join(failed, "**"))
+    if files:
+        FileSystems.delete(files)
+    if FileSystems.exists(failed):  # an emptied local folder (object stores have none)
+        FileSystems.delete([failed])
+    remove_empty_temporary(folder)
 
 
 def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:

@@ -11,20 +11,23 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
+import socket
 import threading
+import time
 import uuid
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.job.commit import TEMP_FOLDER, remove_empty_temporary
-from beam_tensorize.job.files import create_file
+from beam_tensorize.job.files import create_file, list_files, open_file
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.metadata import config_differences, config_fingerprint
 
-__all__ = ["check_output_writable", "check_same_config"]
+__all__ = ["RunLock", "check_output_writable", "check_same_config", "live_locks", "remove_stale_temporaries"]
 
 #: Seconds the write probe may take (an unreachable object store retries for minutes).
 PROBE_TIMEOUT = 60.0
@@ -91,3 +94,97 @@ def check_same_config(spec: TensorizeSpec) -> None:
         "or write to another --output (a train run may replace an output that holds only trainingData "
         "with --save_mode overwrite)"
     )
+
+
+#: A running job's lock file, in `<output>/_temporary/`: `.run-<id>.lock`.
+_LOCK_PREFIX = ".run-"
+#: A lock written on another machine counts as live for this long (its process cannot be checked).
+FOREIGN_LOCK_HOURS = 24.0
+
+
+class RunLock:
+    """Marks a job as running into an output: a lock file naming the host and process, removed
+    when the job ends. A later job finding no live lock may remove the temporary files of runs
+    that were killed (`remove_stale_temporaries`).
+
+    Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> with RunLock(folder):
+        ...     len(live_locks(folder))
+        1
+        >>> os.listdir(folder)
+        []
+    """
+
+    def __init__(self, output: str):
+        self.output = output.rstrip("/")
+        self.path = posixpath.join(self.output, TEMP_FOLDER, f"{_LOCK_PREFIX}{uuid.uuid4().hex}.lock")
+
+    def __enter__(self) -> RunLock:
+        body = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
+        with create_file(self.path) as f:
+            f.write(json.dumps(body).encode())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            FileSystems.delete([self.path])
+        except Exception:  # noqa: BLE001 - gone already, or the file system is unreachable
+            pass
+        remove_empty_temporary(self.output)
+
+
+def _lock_is_live(path: str) -> bool:
+    try:
+        with open_file(path) as f:
+            body = json.loads(f.read().decode())
+    except Exception:  # noqa: BLE001 - unreadable: being written, so live
+        return True
+    if body.get("host") == socket.gethostname():
+        try:
+            os.kill(int(body["pid"]), 0)
+        except ProcessLookupError:
+            return False
+        except (PermissionError, KeyError, ValueError, TypeError):
+            return True
+        return True
+    return time.time() - float(body.get("started", 0)) < FOREIGN_LOCK_HOURS * 3600
+
+
+def live_locks(output: str) -> list[str]:
+    """The lock files of jobs running into `output` now (this machine: their process is alive;
+    another machine: written in the last `FOREIGN_LOCK_HOURS`)."""
+    pattern = posixpath.join(output.rstrip("/"), TEMP_FOLDER, f"{_LOCK_PREFIX}*.lock")
+    return [path for path in list_files(pattern) if _lock_is_live(path)]
+
+
+def remove_stale_temporaries(output: str) -> tuple[int, int]:
+    """Remove what killed runs left in the output's temporary folders (`<output>/_temporary/`,
+    `<output>/<split>/_temporary/`, `<output>/deadLetters/<split>/_temporary/`, ...), unless a
+    job is running into the output now. Call it before taking the `RunLock`.
+
+    Returns:
+        (files removed, their bytes).
+    """
+    if live_locks(output):
+        return 0, 0
+    root = output.rstrip("/")
+    stale = [
+        m
+        for m in _match(posixpath.join(root, "**"))
+        if f"/{TEMP_FOLDER}/" in "/" + m.path.replace("\\", "/")[len(root) :].lstrip("/")
+    ]
+    if not stale:
+        return 0, 0
+    FileSystems.delete([m.path for m in stale])
+    for folder in sorted({m.path.replace("\\", "/").split(f"/{TEMP_FOLDER}/")[0] for m in stale}):
+        remove_empty_temporary(folder)  # with the empty sub-folders left behind
+    return len(stale), sum(m.size_in_bytes for m in stale)
+
+
+def _match(pattern: str) -> list:
+    try:
+        return list(FileSystems.match([pattern])[0].metadata_list)
+    except Exception:  # noqa: BLE001 - a folder that does not exist
+        return []
