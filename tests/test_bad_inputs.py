@@ -382,3 +382,41 @@ def test_a_running_job_s_temporary_files_are_left_alone(tmp_path, capsys):
     assert all(p.exists() for p in leftovers)
     # This run's own lock is gone; the other job's stays.
     assert sorted(p.name for p in (out / "_temporary").iterdir()) == [".run-0123.lock"]
+
+
+def test_append_keeps_earlier_files_in_the_metadata_and_reuses_the_feature_lists(tmp_path, capsys):
+    """Appending adds files beside the earlier ones: the metadata lists all of them with the
+    total count, and the new rows are indexed with the earlier feature lists (a term they had
+    not seen gets the unknown id), so every file's ids mean the same entries."""
+    import json
+
+    import fastavro
+
+    from beam_tensorize.kernels.tfrecord.decoding import raw_decode
+    from beam_tensorize.kernels.tfrecord.files import file_records
+
+    out = tmp_path / "o"
+    common = ["--config", SAMPLE_CONFIG, "--output", str(out), "--quiet"]
+    assert main(["--input", SAMPLE_AVRO, *common]) == 0
+    lists_before = {p.name: p.read_bytes() for p in (out / "featureList").iterdir()}
+    counts_before = {p.name: p.read_bytes() for p in (out / "metadata" / "featureListCounts").iterdir()}
+    with open(SAMPLE_AVRO, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, rows = reader.writer_schema, list(reader)[:10]
+    for row in rows:  # a genre the earlier run never saw
+        row["genreFeatures"] = [{"name": "Genre", "term": "Zzz", "value": 1.0}]
+    new = tmp_path / "new.avro"
+    with open(new, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    assert main(["--input", str(new), *common, "--save_mode", "append"]) == 0
+    metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    data = metadata["data"]["trainingData"]
+    assert data["files"] == ["part-00000-of-00001.tfrecord", "part-00000-of-00001-1.tfrecord"]
+    assert (data["numRecords"], data["badRecords"]) == (310, 0)
+    assert {p.name: p.read_bytes() for p in (out / "featureList").iterdir()} == lists_before
+    assert {p.name: p.read_bytes() for p in (out / "metadata" / "featureListCounts").iterdir()} == counts_before
+    unknown = len(lists_before["genreIds"].decode().splitlines())
+    path = out / "trainingData" / "part-00000-of-00001-1.tfrecord"
+    with open(path, "rb") as f:
+        appended = raw_decode(list(file_records(f, str(path)))).column("genreIds").to_pylist()
+    assert appended == [[unknown]] * 10

@@ -17,8 +17,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, remove_empty_temporary
-from beam_tensorize.job.files import create_file, list_files, write_text_atomically
+from beam_tensorize.job.files import create_file, list_files, read_text, write_text_atomically
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
+from beam_tensorize.kernels.metadata import METADATA_FILE
 
 __all__ = [
     "BAD",
@@ -151,17 +152,35 @@ def describe_split(
     counts: dict,
     partition_by: tuple[str, ...] = (),
     output_format: str = "tfrecord",
+    appended_to: dict | None = None,
 ) -> dict:
-    """The metadata's `data` entry of the committed split."""
+    """The metadata's `data` entry of the committed split. `appended_to`: the split's entry in
+    the metadata before an append (its files and counts are kept, the new ones added)."""
     info = {
         "format": output_format,
         "files": written["files"],
         "numRecords": written["numRecords"],
         "badRecords": counts["badRecords"],
     }
+    if appended_to:
+        info["files"] = [
+            *appended_to.get("files", []),
+            *(f for f in info["files"] if f not in appended_to.get("files", [])),
+        ]
+        info["numRecords"] += appended_to.get("numRecords", 0)
+        info["badRecords"] += appended_to.get("badRecords", 0)
     if partition_by:  # the files sit in <col>=<value>/ folders; the values are not in the records
         info["partitionColumns"] = list(partition_by)
     return {split: info}
+
+
+def appending_to(out: str, split: str, save_mode: str) -> dict | None:
+    """With save mode `append`, the split's entry in the output's metadata now (None if it has
+    none): read before the commit, as `describe_split`'s `appended_to`."""
+    if save_mode != "append":
+        return None
+    document = read_text(posixpath.join(out, METADATA_FILE))
+    return json.loads(document).get("data", {}).get(split) if document else None
 
 
 def write_success(metadata_path: str, out: str, split: str, splits: dict, counts: dict | None = None) -> dict:

@@ -64,6 +64,7 @@ from beam_tensorize.job.finish import (
     BAD,
     DEAD_LETTER_FOLDER,
     GOOD,
+    appending_to,
     check_bad_records,
     dead_letter_json,
     describe_split,
@@ -243,7 +244,8 @@ def tensorize_spark(
     checked = check_target(split_dir, spec.save_mode)
     fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
     splits = plan_splits(spec.inputs, fmt, spec.split_bytes)
-    lists = _feature_lists(spark, splits, spec)
+    previous = appending_to(out, split, spec.save_mode)  # appending: the split's entry until now
+    lists = _feature_lists(spark, splits, spec, previous)
     lists_broadcast = spark.sparkContext.broadcast(lists)
     plan = CommitPlan(
         split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), spec.save_mode, False,
@@ -277,7 +279,7 @@ def tensorize_spark(
                 .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
                 .collect()
             )
-        return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists,
+        return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists, previous,
                        extra, partition_by)  # fmt: skip
     finally:
         delete_temporary(plan)  # gone already after a commit
@@ -289,8 +291,11 @@ def _split_tasks(spark: SparkSession, splits: list) -> RDD:
     return spark.sparkContext.parallelize(splits, max(1, len(splits)))
 
 
-def _feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec) -> dict[str, FeatureList]:
-    """The lists the records are indexed with: built (train) or loaded, then external ones."""
+def _feature_lists(
+    spark: SparkSession, splits: list, spec: TensorizeSpec, previous: dict | None
+) -> dict[str, FeatureList]:
+    """The lists the records are indexed with: built (train; appending to train data, its
+    lists) or loaded, then external ones."""
     config, out, shared, external = (
         spec.config,
         spec.output,
@@ -298,7 +303,7 @@ def _feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec) -> di
         spec.external_feature_lists,
     )
     names = config.tensor_names
-    if spec.execution_mode == "train":
+    if spec.execution_mode == "train" and previous is None:
         own = _build_feature_lists(spark, splits, spec)
     else:
         own = read_feature_lists(
@@ -335,7 +340,9 @@ def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec)
     return lists_per_tensor(built, keys)
 
 
-def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, extra, partition_by) -> dict:
+def _finish(
+    written, config, out, split, mode, plan, checked, max_ratio, lists, previous, extra, partition_by
+) -> dict:
     """The driver's part once the files are written: the Beam job's last steps, in its order."""
     files: list[tuple[str, int | str, str, int]] = []
     bad_lines: list[str] = []
@@ -355,9 +362,10 @@ def _finish(written, config, out, split, mode, plan, checked, max_ratio, lists, 
     committed = commit_files(files, plan, checked)
     if committed["skipped"]:
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
-    splits = describe_split(committed, split, counts, partition_by, plan.file_format)
+    splits = describe_split(committed, split, counts, partition_by, plan.file_format, previous)
     extra_layouts = first_layouts(layouts) if extra else ()
-    metadata = write_metadata(splits, config, out, plan.compression, mode == "train", lists, extra_layouts)
+    write_lists = mode == "train" and previous is None  # appending keeps the lists as they are
+    metadata = write_metadata(splits, config, out, plan.compression, write_lists, lists, extra_layouts)
     return write_success(metadata, out, split, splits, counts)
 
 

@@ -29,7 +29,8 @@ class EmitMetadata(beam.PTransform):
         compression: "none" or "gzip", as written.
         feature_lists: optional PCollection of one dict `{tensor name: FeatureList}` used by
             the data; recorded in the metadata.
-        write_feature_lists: also write them to `featureList/<tensor>` (train mode).
+        write_feature_lists: also write them to `featureList/<tensor>` (train mode); a bool,
+            or a PCollection of one bool decided when the job runs.
         extra_columns: optional PCollection of one tuple of `FeatureLayout`s, how the extra
             input columns were stored.
 
@@ -64,7 +65,10 @@ class EmitMetadata(beam.PTransform):
     def display_data(self) -> dict:
         return {
             "output": DisplayDataItem(self._output_dir, label="Output folder"),
-            "write_feature_lists": DisplayDataItem(self._write_lists, label="Writes feature lists"),
+            "write_feature_lists": DisplayDataItem(
+                self._write_lists if isinstance(self._write_lists, bool) else "when the job runs",
+                label="Writes feature lists",
+            ),
         }
 
     def expand(self, splits):
@@ -73,11 +77,14 @@ class EmitMetadata(beam.PTransform):
             side_inputs["lists"] = beam.pvalue.AsSingleton(self._feature_lists)
         if self._extra is not None:
             side_inputs["extra"] = beam.pvalue.AsSingleton(self._extra)
+        write_lists = self._write_lists
+        if isinstance(write_lists, beam.PCollection):
+            write_lists = beam.pvalue.AsSingleton(write_lists)
         return splits | "WriteMetadata" >> beam.Map(
             write_metadata,
             self._config,
             self._output_dir,
             self._compression,
-            self._write_lists,
+            write_lists=write_lists,
             **side_inputs,
         )

@@ -20,6 +20,7 @@ from beam_tensorize.job.finish import (
     BAD,
     DEAD_LETTER_FOLDER,
     GOOD,
+    appending_to,
     check_bad_records,
     dead_letter_json,
     describe_split,
@@ -201,9 +202,26 @@ class Tensorize(beam.PTransform):
                 | "OneLayoutEach" >> beam.CombineGlobally(first_layouts)
             )
         names = config.tensor_names
+        # Appending: the split's metadata entry before this run (its files stay listed).
+        previous = (
+            pipeline
+            | "OutputFolder" >> beam.Create([out])
+            | "AppendingTo?" >> beam.Map(appending_to, split, spec.save_mode)
+        )
+        write_lists = spec.execution_mode == "train"
         if spec.execution_mode == "train":
             counted = hashed if counted is None else counted
             own = counted | "BuildFeatureLists" >> BuildFeatureLists(config, spec.shared_feature_lists)
+            if spec.save_mode == "append":
+                # Appending to train data indexes the new rows with its feature lists (new
+                # entries get the unknown id), so old and new records mean the same ids.
+                earlier = pipeline | "LoadEarlierLists" >> LoadFeatureLists(
+                    [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
+                )
+                own = own | "KeepEarlierLists" >> beam.Map(
+                    _earlier_if_appending, beam.pvalue.AsSingleton(earlier), beam.pvalue.AsSingleton(previous)
+                )
+                write_lists = previous | "NewLists?" >> beam.Map(lambda entry: entry is None)
         else:
             own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
                 [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
@@ -280,14 +298,19 @@ class Tensorize(beam.PTransform):
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
-            describe_split, split, beam.pvalue.AsSingleton(counts), spec.partition_by, spec.output_format
+            describe_split,
+            split,
+            beam.pvalue.AsSingleton(counts),
+            spec.partition_by,
+            spec.output_format,
+            beam.pvalue.AsSingleton(previous),
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
             out,
             spec.compression,
             feature_lists=lists,
-            write_feature_lists=spec.execution_mode == "train",
+            write_feature_lists=write_lists,
             extra_columns=extra_stored,
         )
         done = metadata | "WriteSuccess" >> beam.Map(
@@ -304,3 +327,8 @@ class _CountingRead(ReadTable):
     """The counting pass's reader: its rows are counted apart from the rows read for output."""
 
     _rows_metric = metrics.ROWS_COUNTED
+
+
+def _earlier_if_appending(built: dict, earlier: dict, previous: dict | None) -> dict:
+    """The lists of the train data being appended to, when there is some; else those built."""
+    return earlier if previous is not None else built
