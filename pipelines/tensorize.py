@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TestOptions
 
 from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
@@ -449,16 +449,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress_dir = tempfile.mkdtemp(prefix="beam_tensorize-progress-")
     os.environ[PROGRESS_ENV] = progress_dir  # worker processes inherit it
     started = time.monotonic()
+    worker_processes = pipeline_options.view_as(DirectOptions).direct_running_mode == "multi_processing"
     try:
-        reporter = ProgressReporter(progress_dir, _ProgressLine(), options.progress_interval)
         lock = contextlib.nullcontext() if dry_run else RunLock(spec.output)
-        with lock, reporter if not options.quiet else contextlib.nullcontext():
-            result = pipeline.run()
-            if pipeline_options.view_as(TestOptions).dry_run:
-                runner = _runner_name(pipeline_options)
-                print(f"Dry run: the job graph was built and translated for {runner}; nothing ran.")
-                return 0
-            result.wait_until_finish()
+        with lock, _worker_output_to(log_path, worker_processes and not verbose) as console:
+            reporter = ProgressReporter(progress_dir, _ProgressLine(), options.progress_interval, console)
+            with reporter if not options.quiet else contextlib.nullcontext():
+                result = pipeline.run()
+                if pipeline_options.view_as(TestOptions).dry_run:
+                    runner = _runner_name(pipeline_options)
+                    print(f"Dry run: the job graph was built and translated for {runner}; nothing ran.")
+                    return 0
+                result.wait_until_finish()
     except Exception as err:  # any failure of the job ends the command the same way
         _LOGGER.error("The job failed", exc_info=True)
         details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
@@ -478,6 +480,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(_summary(spec, result, totals, time.monotonic() - started))
     return 0
+
+
+@contextlib.contextmanager
+def _worker_output_to(log_path: str, enabled: bool):
+    """While the job runs, send what worker processes write to standard error (their own log
+    lines and tracebacks: they inherit the descriptor) to the log file; yields the console's
+    standard error for this process's own lines (None: unchanged)."""
+    if not enabled:
+        yield None
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    console = os.fdopen(os.dup(saved), "w", buffering=1)
+    try:
+        os.dup2(log, 2)
+        yield console
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        for fd in (saved, log):
+            os.close(fd)
+        console.close()
 
 
 class _ProgressLine:

@@ -414,9 +414,27 @@ def test_append_keeps_earlier_files_in_the_metadata_and_reuses_the_feature_lists
     assert data["files"] == ["part-00000-of-00001.tfrecord", "part-00000-of-00001-1.tfrecord"]
     assert (data["numRecords"], data["badRecords"]) == (310, 0)
     assert {p.name: p.read_bytes() for p in (out / "featureList").iterdir()} == lists_before
-    assert {p.name: p.read_bytes() for p in (out / "metadata" / "featureListCounts").iterdir()} == counts_before
+    assert {
+        p.name: p.read_bytes() for p in (out / "metadata" / "featureListCounts").iterdir()
+    } == counts_before
     unknown = len(lists_before["genreIds"].decode().splitlines())
     path = out / "trainingData" / "part-00000-of-00001-1.tfrecord"
     with open(path, "rb") as f:
         appended = raw_decode(list(file_records(f, str(path)))).column("genreIds").to_pylist()
     assert appended == [[unknown]] * 10
+
+
+def test_worker_processes_tracebacks_go_to_the_log_file_not_the_console(tmp_path, capfd):
+    """With worker processes (multi_processing), what they print themselves (their log lines,
+    the traceback of the failed step) goes to the log file too: the console gets one line."""
+    csv = tmp_path / "data.avro"
+    csv.write_text("userId,movieId\n1,2\n")
+    args = ["--input", str(csv), "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "o"),
+            "--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]  # fmt: skip
+    assert main(args) == 1
+    err = capfd.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: the job failed; {tmp_path / 'o'} holds no new complete output: {csv}: ")
+    log = err.rsplit("(details: ", 1)[1].split(",")[0]
+    with open(log) as f:
+        assert f.read().count("Traceback") >= 1
