@@ -92,7 +92,7 @@ def test_a_file_of_another_format_fails_naming_it(tmp_path, capsys):
             "(avro, orc, parquet, tfrecord): its first bytes are 7573657249642c6d; check the input path, or "
             "give the format (--input_format) [while running 'Tensorize/"
         )
-        + r"(ReadInput|ReadForFeatureLists)/PlanSplits'\] \(details: ",
+        + r"(ReadInput|ReadForFeatureLists)/PlanSplits(/ParDo\(_PlanSplitsFn\))?'\] \(details: ",
         lines[0],
     ), lines[0]
     log = lines[0].rsplit("(details: ", 1)[1].split(",")[0]
@@ -438,3 +438,64 @@ def test_worker_processes_tracebacks_go_to_the_log_file_not_the_console(tmp_path
     log = err.rsplit("(details: ", 1)[1].split(",")[0]
     with open(log) as f:
         assert f.read().count("Traceback") >= 1
+
+
+def _sample_with(tmp_path, name: str, movie_id_type, convert) -> str:
+    """The sample's first 50 rows as an Avro file whose `movieId` has another type."""
+    import fastavro
+
+    with open(SAMPLE_AVRO, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, rows = reader.writer_schema, list(reader)[:50]
+    for field in schema["fields"]:
+        if field["name"] == "movieId":
+            field["type"] = movie_id_type
+    for row in rows:
+        row["movieId"] = convert(row["movieId"])
+    path = tmp_path / name
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), rows)
+    return str(path)
+
+
+def test_a_type_clash_between_input_files_fails_naming_column_types_and_files(tmp_path, capsys):
+    """`movieId` a long in one file and a string in another: no silent switch to feature-list
+    ids for half of the rows, but one line naming the column, both types and both files."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    a = _sample_with(folder, "a.avro", "long", int)
+    b = _sample_with(folder, "b.avro", "string", str)
+    out = tmp_path / "o"
+    code, err = _run(
+        capsys, "--input", str(folder / "*.avro"), "--config", SAMPLE_CONFIG, "--output", str(out)
+    )
+    assert code == 1
+    assert len(err.splitlines()) == 1, err
+    assert (
+        f"column 'movieId' is int64 in {a} but string in {b}: the input files cannot be read as one "
+        "table; convert one of them (or read them in separate jobs), or read only one of them"
+    ) in err
+    assert not (out / "trainingData").exists() and not (out / "_SUCCESS").exists()
+
+
+def test_int_and_long_files_read_as_one_long_column(tmp_path, capsys):
+    """Avro's promotion: `movieId` an int in one file and a long in another reads as int64."""
+    import json
+
+    from beam_tensorize.kernels.tfrecord.decoding import raw_decode
+    from beam_tensorize.kernels.tfrecord.files import file_records
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _sample_with(folder, "a.avro", "int", int)
+    _sample_with(folder, "b.avro", "long", lambda v: v + (1 << 40))
+    out = tmp_path / "o"
+    code, _ = _run(capsys, "--input", str(folder / "*.avro"), "--config", SAMPLE_CONFIG, "--output", str(out))
+    assert code == 0
+    ids = []
+    for path in sorted((out / "trainingData").glob("part-*.tfrecord")):
+        with open(path, "rb") as f:
+            ids += [v for (v,) in raw_decode(list(file_records(f, str(path)))).column("movieId").to_pylist()]
+    assert len(ids) == 100 and sum(i >= 1 << 40 for i in ids) == 50  # raw ids, no feature list
+    metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert "featureList" not in next(t for t in metadata["features"] if t["name"] == "movieId")

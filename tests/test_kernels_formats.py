@@ -261,3 +261,53 @@ def test_tfrecord_format_from_a_planned_reading_gives_partitions_and_dead_letter
     assert describe_row(batches[1], 0) == f"{path}: record 2"
     assert len(letters) == 1 and letters[0]["source"] == path and letters[0]["record"] == 1
     assert "checksum" in letters[0]["reason"] or "CRC" in letters[0]["reason"]
+
+
+# -- one schema for the files of an input ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "unified"),
+    [
+        (pa.int32(), pa.int64(), pa.int64()),
+        (pa.uint32(), pa.int32(), pa.int64()),
+        (pa.int64(), pa.float32(), pa.float64()),
+        (pa.float32(), pa.float64(), pa.float64()),
+        (pa.string(), pa.large_string(), pa.large_string()),
+        (pa.null(), pa.string(), pa.string()),
+        (pa.list_(pa.int32()), pa.large_list(pa.int64()), pa.large_list(pa.int64())),
+        (
+            pa.struct([("term", pa.string())]),
+            pa.struct([("term", pa.string()), ("value", pa.float32())]),
+            pa.struct([("term", pa.string()), pa.field("value", pa.float32(), True)]),
+        ),
+        (pa.int64(), pa.string(), None),
+        (pa.uint64(), pa.int64(), None),
+        (pa.date32(), pa.timestamp("us"), None),
+        (pa.list_(pa.string()), pa.string(), None),
+        (pa.decimal128(10, 2), pa.decimal128(12, 3), None),
+    ],
+)
+def test_unify_types_follows_avro_and_parquet_promotions(a, b, unified):
+    from beam_tensorize.kernels.schemas import unify_types
+
+    assert unify_types(a, b) == unified
+    assert unify_types(b, a) == unified  # the order of the files does not matter
+
+
+def test_unified_batches_keep_their_tags_and_values(tmp_path):
+    """`read_split_batches` casts every batch to the input's unified schema."""
+    import pyarrow.parquet as pq
+
+    from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_schema
+    from beam_tensorize.kernels.provenance import source_of
+
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "x": [1.5, 2.5]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": pa.array([1 << 40], pa.int64()), "x": [None]}), tmp_path / "b.parquet")
+    splits = plan_splits([str(tmp_path / "*.parquet")])
+    schema = unified_schema(splits, ["id", "x"])
+    assert schema.field("id").type == pa.int64()
+    batches = [b for fmt, s in splits for b in read_split_batches(fmt, s, ["id", "x"], schema=schema)]
+    assert [b.column("id").to_pylist() for b in batches] == [[1, 2], [1 << 40]]
+    assert all(b.schema.field("id").type == pa.int64() for b in batches)
+    assert source_of(batches[0]) == (str(tmp_path / "a.parquet"), 0)

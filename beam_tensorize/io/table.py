@@ -13,10 +13,11 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.job.files import match_files, open_file
-from beam_tensorize.job.reading import read_split_batches
+from beam_tensorize.job.reading import file_schema, read_split_batches
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
+from beam_tensorize.kernels.schemas import unify_schemas
 from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
@@ -131,26 +132,71 @@ def read_splits(
     """The shared read steps: `(path, size)` of each file -> its splits, spread over workers ->
     tagged batches (tag `BATCHES`) and, for a format with `dead_letters`, the dead letters
     (tag `DEAD_LETTERS`). `fmt` None tells each file's format from its first bytes; the rows
-    read are counted in the counter `rows_metric`."""
+    read are counted in the counter `rows_metric`.
+
+    With fixed `columns`, every file's schema (for those columns) is read while planning and
+    the schemas are unified (`beam_tensorize.kernels.schemas`: int32 in one file and int64 in
+    another read as int64, ...); every batch is cast to that one schema, and files whose types
+    clash fail the job, naming the column, both types and both files."""
+    planned = files | "PlanSplits" >> beam.ParDo(_PlanSplitsFn(fmt, split_bytes, columns)).with_outputs(
+        _SCHEMAS, main="splits"
+    )
+    side_inputs = ()
+    if not callable(columns):
+        unified = planned[_SCHEMAS] | "UnifySchemas" >> beam.CombineGlobally(_UnifySchemasFn())
+        side_inputs = (beam.pvalue.AsSingleton(unified),)
     return (
-        files
-        | "PlanSplits" >> beam.ParDo(_PlanSplitsFn(fmt, split_bytes))
+        planned["splits"]
         | "Redistribute" >> beam.Reshuffle()
         | "ReadSplits"
-        >> beam.ParDo(_ReadSplitFn(columns, batch_rows, rows_metric)).with_outputs(DEAD_LETTERS, main=BATCHES)
+        >> beam.ParDo(_ReadSplitFn(columns, batch_rows, rows_metric), *side_inputs).with_outputs(
+            DEAD_LETTERS, main=BATCHES
+        )
     )
 
 
-class _PlanSplitsFn(beam.DoFn):
-    """(path, size) -> (format, split) for each split of the file."""
+_SCHEMAS = "schemas"
 
-    def __init__(self, fmt: InputFormat | None, split_bytes: int):
+
+class _UnifySchemasFn(beam.CombineFn):
+    """(path, schema) of every file -> their unified schema (None for no file); the distinct
+    schemas only travel, each with its first file."""
+
+    def create_accumulator(self) -> dict:
+        return {}
+
+    def add_input(self, accumulator: dict, element: tuple[str, pa.Schema]) -> dict:
+        path, schema = element
+        key = schema.to_string()
+        if key not in accumulator or path < accumulator[key][0]:
+            accumulator[key] = (path, schema)
+        return accumulator
+
+    def merge_accumulators(self, accumulators) -> dict:
+        merged: dict = {}
+        for accumulator in accumulators:
+            for path, schema in accumulator.values():
+                self.add_input(merged, (path, schema))
+        return merged
+
+    def extract_output(self, accumulator: dict) -> pa.Schema | None:
+        return unify_schemas(sorted(accumulator.values(), key=lambda e: e[0])) if accumulator else None
+
+
+class _PlanSplitsFn(beam.DoFn):
+    """(path, size) -> (format, split) for each split of the file, and (tag `_SCHEMAS`) the
+    file's schema for fixed `columns`."""
+
+    def __init__(self, fmt: InputFormat | None, split_bytes: int, columns):
         self._format = fmt
         self._split_bytes = split_bytes
+        self._columns = columns
 
     def process(self, file: tuple[str, int]) -> Iterable[tuple[InputFormat, Split]]:
         path, size = file
         fmt, splits = formats.plan_file(open_file, path, size, self._format, self._split_bytes)
+        if not callable(self._columns) and splits:
+            yield beam.pvalue.TaggedOutput(_SCHEMAS, (path, file_schema(fmt, path, self._columns)))
         for split in splits:
             yield fmt, split
 
@@ -173,9 +219,11 @@ class _ReadSplitFn(beam.DoFn):
     def finish_bundle(self):
         self._progress.flush()
 
-    def process(self, element: tuple[InputFormat, Split]) -> Iterable[pa.RecordBatch]:
+    def process(
+        self, element: tuple[InputFormat, Split], schema: pa.Schema | None = None
+    ) -> Iterable[pa.RecordBatch]:
         fmt, split = element
-        for item in read_split_batches(fmt, split, self._columns, self._batch_rows, self._chosen):
+        for item in read_split_batches(fmt, split, self._columns, self._batch_rows, self._chosen, schema):
             if isinstance(item, dict):
                 self._bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTERS, item)

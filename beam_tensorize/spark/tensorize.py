@@ -76,7 +76,7 @@ from beam_tensorize.job.finish import (
 )
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.preflight import check_same_config
-from beam_tensorize.job.reading import plan_splits, read_split_batches
+from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_schema
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
@@ -257,8 +257,9 @@ def tensorize_spark(
             spec.output_format,
         )  # fmt: skip
         if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
+            schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
             write = _EncodeAndWrite(
-                encode, plan, spec.max_records_per_file, checked["skip"], columns, spec.batch_rows
+                encode, plan, spec.max_records_per_file, checked["skip"], columns, spec.batch_rows, schema
             )
             written = _split_tasks(spark, splits).mapPartitions(write).collect()
         else:
@@ -471,6 +472,7 @@ class _EncodeAndWrite:
         skip: bool,
         columns,
         batch_rows: int,
+        schema: pa.Schema | None,
     ):
         self._encode = encode
         self._plan = plan
@@ -478,6 +480,7 @@ class _EncodeAndWrite:
         self._skip = skip
         self._columns = columns
         self._batch_rows = batch_rows
+        self._schema = schema  # the input's unified schema
 
     def __call__(self, splits: Iterator[tuple]) -> Iterator[dict]:
         plan = self._plan
@@ -488,7 +491,7 @@ class _EncodeAndWrite:
         written: list[WrittenFile] = []
         try:
             for fmt, split in splits:
-                batches = read_split_batches(fmt, split, self._columns, self._batch_rows)
+                batches = read_split_batches(fmt, split, self._columns, self._batch_rows, None, self._schema)
                 for kind, item in self._encode.encoded(b for b in batches if not isinstance(b, dict)):
                     if kind == _RECORD:
                         if not self._skip:
