@@ -28,6 +28,7 @@ EXTRAS_REQUIRE = {
         "pyspark>=4.0",
         "build>=1.0",
         "moto[server]>=5",
+        "gcp-storage-emulator>=2024.8",
         "apache-beam[aws]>=2.60,<3",
     ],
     "aws": ["apache-beam[aws]>=2.60,<3"],

@@ -1,0 +1,121 @@
+"""The TFRecord sink and source, and the whole CLI, on Google Cloud Storage — a real GCS JSON
+API served by `gcp-storage-emulator` on 127.0.0.1 (Beam's GCS file system connects to it
+anonymously through `STORAGE_EMULATOR_HOST`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import apache_beam as beam
+import pyarrow as pa
+import pytest
+from apache_beam.io.filesystems import FileSystems
+
+from beam_tensorize.io import ReadTFRecord, WriteTFRecord
+from pipelines.tensorize import main
+from tests.test_tfrecord_io import _collected, _load
+
+BUCKET = "lake"
+
+
+@pytest.fixture(scope="module")
+def gcs():
+    """A GCS emulator on a free local port with one bucket; yields a function listing objects."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host=127.0.0.1", f"--port={port}",
+         "--in-memory", f"--default-bucket={BUCKET}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    # Beam looks for credentials once per process, retrying for ~25 s on a machine that has
+    # none; the emulator needs none, so the client is anonymous from the start.
+    from apache_beam.internal.gcp import auth
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(auth._Credentials, "_credentials_init", True)
+    patch.setattr(auth._Credentials, "_credentials", None)
+    before = os.environ.get("STORAGE_EMULATOR_HOST")
+    os.environ["STORAGE_EMULATOR_HOST"] = url
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{url}/storage/v1/b/{BUCKET}", timeout=1).read()
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                time.sleep(0.1)
+
+        def objects(prefix: str) -> dict[str, int]:
+            found = FileSystems.match([f"gs://{BUCKET}/{prefix}**"])[0].metadata_list
+            return {m.path[len(f"gs://{BUCKET}/{prefix}") :]: m.size_in_bytes for m in found}
+
+        yield objects
+    finally:
+        patch.undo()
+        if before is None:
+            os.environ.pop("STORAGE_EMULATOR_HOST", None)
+        else:
+            os.environ["STORAGE_EMULATOR_HOST"] = before
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _rows(path: str) -> list[dict]:
+    with beam.Pipeline() as p:
+        saved = _collected(p | ReadTFRecord(path) | beam.FlatMap(lambda b: b.to_pylist()))
+    return _load(saved)
+
+
+def test_partitioned_write_overwrite_partitions_and_read_back_on_gcs(gcs):
+    batch = pa.RecordBatch.from_pydict({"day": [1, 2, 2], "x": [0.5, 1.5, 2.5]})
+    with beam.Pipeline() as p:
+        _ = (
+            p
+            | beam.Create([batch])
+            | WriteTFRecord(f"gs://{BUCKET}/events", partition_by=["day"], num_shards=2)
+        )
+    objects = gcs("events/")
+    assert objects["_SUCCESS"] == 0
+    folders = [k.split("/")[0] for k in objects if k != "_SUCCESS"]
+    assert {f: folders.count(f) for f in folders} == {"day=1": 1, "day=2": 2}  # shards holding records
+    assert all(k.endswith("-of-00002.tfrecord") for k in objects if k != "_SUCCESS")
+    with beam.Pipeline() as p:
+        _ = (
+            p
+            | beam.Create([pa.RecordBatch.from_pydict({"day": [2], "x": [9.5]})])
+            | WriteTFRecord(f"gs://{BUCKET}/events", partition_by=["day"], save_mode="overwrite_partitions")
+        )
+    assert sorted((r["day"], r["x"]) for r in _rows(f"gs://{BUCKET}/events")) == [(1, 0.5), (2, 9.5)]
+    assert not [k for k in gcs("events/") if "_temporary" in k]
+
+
+def test_the_cli_writes_its_whole_layout_to_gcs_and_refuses_a_second_run(gcs, capsys):
+    out = f"gs://{BUCKET}/tensorized"
+    assert main(["--output", out, "--partition_by", "numGenres", "--quiet"]) == 0
+    objects = gcs("tensorized/")
+    assert objects["_SUCCESS"] == objects["trainingData/_SUCCESS"] == 0
+    assert objects["deadLetters/trainingData/part-00000-of-00001.jsonl"] == 0  # no bad rows
+    assert {"metadata/tensor_metadata.json", "featureList/genreIds", "featureList/genreVector"} <= set(
+        objects
+    )
+    assert sorted({k.split("/")[1] for k in objects if k.startswith("trainingData/")} - {"_SUCCESS"}) == [
+        f"numGenres={n}" for n in range(1, 7)
+    ]
+    assert not [k for k in objects if "_temporary" in k]  # the run's lock and temporary files are gone
+    rows = _rows(f"{out}/trainingData")
+    assert len(rows) == 300 and sorted({r["numGenres"] for r in rows}) == [1, 2, 3, 4, 5, 6]
+    capsys.readouterr()
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+
+    args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", out]
+    assert main(args) == 1  # save mode error: the split folder holds data
+    assert "already holds" in capsys.readouterr().err
+    assert gcs("tensorized/") == objects
