@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
 import sys
 
 import pytest
@@ -44,3 +47,21 @@ def spark():
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@contextlib.contextmanager
+def local_server(*module_and_args: str):
+    """A Python server module (`python -m <module> ... --port PORT`) on a free local port:
+    yields `(port, process)` and stops it afterwards. `{port}` in the arguments is replaced."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [a.replace("{port}", str(port)) for a in module_and_args]
+    server = subprocess.Popen(
+        [sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield port, server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

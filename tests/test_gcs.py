@@ -4,10 +4,6 @@ anonymously through `STORAGE_EMULATOR_HOST`)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 
@@ -18,6 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.io import ReadTFRecord, WriteTFRecord
 from pipelines.tensorize import main
+from tests.conftest import local_server
 from tests.test_tfrecord_io import _collected, _load
 
 BUCKET = "lake"
@@ -26,26 +23,17 @@ BUCKET = "lake"
 @pytest.fixture(scope="module")
 def gcs():
     """A GCS emulator on a free local port with one bucket; yields a function listing objects."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host=127.0.0.1", f"--port={port}",
-         "--in-memory", f"--default-bucket={BUCKET}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    # Beam looks for credentials once per process, retrying for ~25 s on a machine that has
-    # none; the emulator needs none, so the client is anonymous from the start.
     from apache_beam.internal.gcp import auth
 
-    patch = pytest.MonkeyPatch()
-    patch.setattr(auth._Credentials, "_credentials_init", True)
-    patch.setattr(auth._Credentials, "_credentials", None)
-    before = os.environ.get("STORAGE_EMULATOR_HOST")
-    os.environ["STORAGE_EMULATOR_HOST"] = url
-    try:
+    emulator = ("gcp_storage_emulator", "start", "--host=127.0.0.1", "--port={port}", "--in-memory",
+                f"--default-bucket={BUCKET}")  # fmt: skip
+    with local_server(*emulator) as (port, _), pytest.MonkeyPatch.context() as patch:
+        url = f"http://127.0.0.1:{port}"
+        patch.setenv("STORAGE_EMULATOR_HOST", url)
+        # Beam looks for credentials once per process, retrying for ~25 s on a machine that has
+        # none; the emulator needs none, so the client is anonymous from the start.
+        patch.setattr(auth._Credentials, "_credentials_init", True)
+        patch.setattr(auth._Credentials, "_credentials", None)
         for _ in range(100):
             try:
                 urllib.request.urlopen(f"{url}/storage/v1/b/{BUCKET}", timeout=1).read()
@@ -58,14 +46,6 @@ def gcs():
             return {m.path[len(f"gs://{BUCKET}/{prefix}") :]: m.size_in_bytes for m in found}
 
         yield objects
-    finally:
-        patch.undo()
-        if before is None:
-            os.environ.pop("STORAGE_EMULATOR_HOST", None)
-        else:
-            os.environ["STORAGE_EMULATOR_HOST"] = before
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def _rows(path: str) -> list[dict]:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import time
 
 import apache_beam as beam
@@ -16,6 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_tensorize.io import ReadTFRecord, WriteTFRecord
 from pipelines.tensorize import main
+from tests.conftest import local_server
 from tests.test_tfrecord_io import _collected, _load
 
 BUCKET = "lake"
@@ -24,23 +22,15 @@ BUCKET = "lake"
 @pytest.fixture(scope="module")
 def s3():
     """A moto S3 server on a free local port, with one bucket; yields the Beam S3 flags."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=url,
-        aws_access_key_id="key",
-        aws_secret_access_key="secret",
-        region_name="us-east-1",
-    )
-    try:
+    with local_server("moto.server", "-H", "127.0.0.1", "-p", "{port}") as (port, _):
+        url = f"http://127.0.0.1:{port}"
+        client = boto3.client(
+            "s3",
+            endpoint_url=url,
+            aws_access_key_id="key",
+            aws_secret_access_key="secret",
+            region_name="us-east-1",
+        )
         for _ in range(100):
             try:
                 client.create_bucket(Bucket=BUCKET)
@@ -54,11 +44,10 @@ def s3():
             "--s3_region_name=us-east-1",
         ]
         FileSystems.set_options(PipelineOptions(flags))
-        yield {"flags": flags, "client": client}
-    finally:
-        FileSystems.set_options(None)
-        server.terminate()
-        server.wait(timeout=30)
+        try:
+            yield {"flags": flags, "client": client}
+        finally:
+            FileSystems.set_options(None)
 
 
 def _objects(client, prefix):
