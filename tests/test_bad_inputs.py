@@ -499,3 +499,56 @@ def test_int_and_long_files_read_as_one_long_column(tmp_path, capsys):
     assert len(ids) == 100 and sum(i >= 1 << 40 for i in ids) == 50  # raw ids, no feature list
     metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
     assert "featureList" not in next(t for t in metadata["features"] if t["name"] == "movieId")
+
+
+def test_a_union_of_several_types_names_the_tensor_and_says_what_to_do(tmp_path, capsys):
+    """An Avro ['null', 'string', 'long'] column reads as a struct of its branches: a numeric
+    tensor on it fails naming the tensor, the type, and the fix (a branch, or a CAST); the
+    branch selector works."""
+    import json
+
+    import fastavro
+
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "userId", "type": "long"}, {"name": "movieId", "type": ["null", "string", "long"]}]}  # fmt: skip
+    data = tmp_path / "u.avro"
+    with open(data, "wb") as f:
+        fastavro.writer(
+            f, fastavro.parse_schema(schema), [{"userId": 1, "movieId": "a"}, {"userId": 2, "movieId": 3}]
+        )
+
+    def config(expr: str) -> str:
+        path = tmp_path / f"c{len(expr)}.json"
+        path.write_text(json.dumps({"features": [
+            {"inputFeatureInfo": {"columnExpr": expr}, "outputTensorInfo": {"name": "movie", "dtype": "long", "shape": []}},
+            {"inputFeatureInfo": {"columnExpr": "userId"}, "outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}}]}))  # fmt: skip
+        return str(path)
+
+    code, err = _run(
+        capsys, "--input", str(data), "--config", config("movieId"), "--output", str(tmp_path / "a")
+    )
+    assert code == 1 and len(err.splitlines()) == 1
+    assert (
+        "tensor 'movie': dtype long needs numbers, got struct<member0: string, member1: int64>; the input "
+        "column is a union of several types (Avro ['null', 'string', 'long'] and the like): pick one branch "
+        "in the columnExpr (e.g. x.member1) or CAST it"
+    ) in err
+    out = tmp_path / "b"
+    code, err = _run(
+        capsys,
+        "--input",
+        str(data),
+        "--config",
+        config("movieId.member1"),
+        "--output",
+        str(out),
+        "--max_bad_records_ratio",
+        "0.5",
+    )
+    assert code == 0, err
+    assert (
+        json.loads((out / "metadata" / "tensor_metadata.json").read_text())["data"]["trainingData"][
+            "numRecords"
+        ]
+        == 1
+    )

@@ -372,7 +372,9 @@ def _convert_values(
             flag(fractional, f"value is not a whole number fitting dtype {layout.dtype}")
             values = pa.array(np.where(fractional, 0, as_float).astype(np.int64))
         if not pa.types.is_integer(values.type):
-            raise FeatureDataError(f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}")
+            raise FeatureDataError(
+                f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}{_what_to_do(source)}"
+            )
         if layout.dtype == "int":
             as_int = np.asarray(values.cast(pa.int64(), safe=False))
             flag((as_int < -(2**31)) | (as_int >= 2**31), "value overflows dtype int (32 bits)")
@@ -385,7 +387,9 @@ def _convert_values(
         # Spark casts a long to a float rounding to the nearest (Avro2TF labels hold 2e18 job ids).
         return values.cast(pa.float64(), safe=False).cast(pa.float32(), safe=False)
     if not pa.types.is_floating(source):
-        raise FeatureDataError(f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}")
+        raise FeatureDataError(
+            f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}{_what_to_do(source)}"
+        )
     as_float = np.asarray(values.cast(pa.float64()))
     with np.errstate(invalid="ignore"):
         overflow = np.isfinite(as_float) & (np.abs(as_float) > np.finfo(np.float32).max)
@@ -434,3 +438,17 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
         layout.index_key: _group(flat_idx, row_of_idx, len(column)),
         layout.value_key: _group(flat_val, row_of_val, len(column)),
     }
+
+
+def _what_to_do(source: pa.DataType) -> str:
+    """The fix for a column a numeric tensor cannot hold, as the end of the error message."""
+    if pa.types.is_struct(source) and all(
+        source.field(i).name == f"member{i}" for i in range(source.num_fields)
+    ):
+        return (
+            "; the input column is a union of several types (Avro ['null', 'string', 'long'] and the "
+            "like): pick one branch in the columnExpr (e.g. x.member1) or CAST it"
+        )
+    if pa.types.is_string(source) or pa.types.is_large_string(source) or pa.types.is_binary(source):
+        return "; CAST it in the columnExpr (e.g. CAST(x AS DOUBLE)) or give the tensor dtype string"
+    return "; select a field of it in the columnExpr, CAST it, or give the tensor another dtype"
