@@ -35,7 +35,8 @@ _FLUSH_SECONDS = 1.0
 
 
 class ProgressCounter:
-    """A running total of `name`, visible to `read_progress` within about a second."""
+    """A running total of `name`, visible to `read_progress` within about a second. Create it
+    where the step runs (a DoFn's `setup`): its file is named after the process."""
 
     def __init__(self, name: str):
         self._name = name
@@ -66,12 +67,6 @@ class ProgressCounter:
             os.replace(temp, self._path)
         except OSError:  # progress is best effort: the folder may be gone at the end
             self._path = None
-
-    def __getstate__(self):  # a step is pickled before it runs: each copy starts its own file
-        return {"_name": self._name}
-
-    def __setstate__(self, state):
-        self.__init__(state["_name"])
 
 
 def read_progress(folder: str) -> dict[str, int]:

@@ -23,9 +23,9 @@ from beam_tensorize.job.commit import (
     check_target,
     commit_files,
 )
-from beam_tensorize.job.files import create_file, new_file
+from beam_tensorize.job.files import create_file
 from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_file
-from beam_tensorize.kernels.split_files import SplitFiles, WrittenFile
+from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["WriteShardedFiles"]
@@ -164,11 +164,9 @@ class _WriteSplitFilesFn(beam.DoFn):
         self._progress = ProgressCounter(metrics.EXAMPLES_WRITTEN)
 
     def start_bundle(self):
-        plan = self._plan
-        self._files = SplitFiles(
-            plan.temp_dir, plan.file_format, plan.compression, new_file, self._partition_by,
-            self._record_type, self._record_column, self._max_records,
-        )  # fmt: skip
+        self._files = self._plan.split_files(
+            self._partition_by, self._record_type, self._record_column, self._max_records
+        )
 
     def process(self, batch: pa.RecordBatch, checked: dict) -> Iterable[WrittenFile]:
         if checked["skip"]:
@@ -217,6 +215,12 @@ class _WriteShardFn(beam.DoFn):
         self._records = Metrics.counter(metrics.NAMESPACE, metrics.EXAMPLES_WRITTEN)
         self._files = Metrics.counter(metrics.NAMESPACE, metrics.FILES_WRITTEN)
 
+    def setup(self):
+        self._progress = ProgressCounter(metrics.EXAMPLES_WRITTEN)
+
+    def finish_bundle(self):
+        self._progress.flush()
+
     def process(self, element, checked: dict) -> Iterable[tuple[str, int, str, int]]:
         (path, shard), chunks = element
         if checked["skip"]:
@@ -229,7 +233,5 @@ class _WriteShardFn(beam.DoFn):
             count = write_file(raw, ordered, self._plan.file_format, self._plan.compression)
         self._records.inc(count)
         self._files.inc()
-        progress = ProgressCounter(metrics.EXAMPLES_WRITTEN)
-        progress.add(count)
-        progress.flush()
+        self._progress.add(count)
         yield WrittenFile(path, shard, temp_path, count)

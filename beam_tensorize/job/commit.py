@@ -19,8 +19,9 @@ from typing import NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from beam_tensorize.job.files import create_file, list_files
+from beam_tensorize.job.files import create_file, list_files, new_file
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
+from beam_tensorize.kernels.split_files import SplitFiles
 from beam_tensorize.kernels.tfrecord.files import relative_path
 from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS as TFRECORD_COMPRESSIONS
 from beam_tensorize.kernels.tfrecord.framing import compressed_writer
@@ -125,6 +126,20 @@ class CommitPlan(NamedTuple):
             posixpath.join(folder, shard_file_name(index, total, self.compression, suffix, self.file_format))
             for folder, index, total in files
         ]
+
+    def split_files(
+        self,
+        partition_by: tuple[str, ...],
+        record_type: str,
+        record_column: str | None,
+        max_records: int | None,
+    ) -> SplitFiles:
+        """A writer streaming one task's records into files of their input splits, in this
+        plan's temporary folder (committed later by `commit_files`)."""
+        return SplitFiles(
+            self.temp_dir, self.file_format, self.compression, new_file, partition_by, record_type,
+            record_column, max_records,
+        )  # fmt: skip
 
     def temp_path(self, path: str, shard: int) -> str:
         """Where shard file `shard` (of `num_shards`) is written before the commit."""

@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.job.commit import TEMP_FOLDER, remove_empty_temporary
 from beam_tensorize.job.files import create_file, list_files, open_file
+from beam_tensorize.job.finish import DEAD_LETTER_FOLDER, SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.metadata import config_differences, config_fingerprint
@@ -161,8 +162,9 @@ def live_locks(output: str) -> list[str]:
 
 def remove_stale_temporaries(output: str) -> tuple[int, int]:
     """Remove what killed runs left in the output's temporary folders (`<output>/_temporary/`,
-    `<output>/<split>/_temporary/`, `<output>/deadLetters/<split>/_temporary/`, ...), unless a
-    job is running into the output now. Call it before taking the `RunLock`.
+    `<output>/<split>/_temporary/`, `<output>/deadLetters/<split>/_temporary/`), unless a job is
+    running into the output now. Only those folders are listed, not the committed data. Call
+    it before taking the `RunLock`.
 
     Returns:
         (files removed, their bytes).
@@ -170,17 +172,18 @@ def remove_stale_temporaries(output: str) -> tuple[int, int]:
     if live_locks(output):
         return 0, 0
     root = output.rstrip("/")
-    stale = [
-        m
-        for m in _match(posixpath.join(root, "**"))
-        if f"/{TEMP_FOLDER}/" in "/" + m.path.replace("\\", "/")[len(root) :].lstrip("/")
-    ]
-    if not stale:
-        return 0, 0
-    FileSystems.delete([m.path for m in stale])
-    for folder in sorted({m.path.replace("\\", "/").split(f"/{TEMP_FOLDER}/")[0] for m in stale}):
-        remove_empty_temporary(folder)  # with the empty sub-folders left behind
-    return len(stale), sum(m.size_in_bytes for m in stale)
+    splits = SPLIT_FOLDERS.values()
+    folders = [root, *(posixpath.join(root, s) for s in splits)]
+    folders += [posixpath.join(root, DEAD_LETTER_FOLDER, s) for s in splits]
+    removed = size = 0
+    for folder in folders:
+        stale = _match(posixpath.join(folder, TEMP_FOLDER, "**"))
+        if stale:
+            FileSystems.delete([m.path for m in stale])
+            remove_empty_temporary(folder)  # with the empty sub-folders left behind
+            removed += len(stale)
+            size += sum(m.size_in_bytes for m in stale)
+    return removed, size
 
 
 def _match(pattern: str) -> list:

@@ -56,7 +56,7 @@ from beam_tensorize.job.feature_lists import (
     merge_feature_lists,
     read_feature_lists,
 )
-from beam_tensorize.job.files import create_file, new_file
+from beam_tensorize.job.files import create_file
 
 # The Beam job's own finishing steps (dead letters and the ratio check, the `_SUCCESS`
 # marker, the split's metadata entry, the summary), called as they are.
@@ -93,7 +93,7 @@ from beam_tensorize.kernels.features.vocab import (
 )
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
 from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file
-from beam_tensorize.kernels.split_files import SplitFiles, WrittenFile
+from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
 __all__ = ["tensorize_spark"]
@@ -413,7 +413,8 @@ class _EncodeBatches:
     ):
         self._tensors = tensors
         self._extra = extra
-        self._partition_by = partition_by
+        #: The partition columns (left out of the records).
+        self.partition_by = partition_by
         self._lists = lists_broadcast
         self._filter_zeros = filter_zeros
         self._num_shards = num_shards
@@ -429,7 +430,7 @@ class _EncodeBatches:
                 yield _LAYOUTS, pickle.dumps(extra_layouts(batch, self._extra))
             indexed = lookup.apply(batch, self._tensors, self._filter_zeros)
             examples, dead_letters = encode_with_dead_letters(
-                indexed, self._layouts, self._partition_by, self._output_format
+                indexed, self._layouts, self.partition_by, self._output_format
             )
             yield _RECORD, examples
             if dead_letters:
@@ -449,7 +450,7 @@ class _EncodeBatches:
             chunks = shard_chunks(
                 item,
                 self._num_shards,
-                self._partition_by,
+                self.partition_by,
                 ROWS if columnar else "ByteArray",
                 None if columnar else SERIALIZED_COLUMN,
             )
@@ -483,11 +484,9 @@ class _EncodeAndWrite:
         self._schema = schema  # the input's unified schema
 
     def __call__(self, splits: Iterator[tuple]) -> Iterator[dict]:
-        plan = self._plan
-        files = SplitFiles(
-            plan.temp_dir, plan.file_format, plan.compression, new_file, self._encode._partition_by,
-            "ByteArray", SERIALIZED_COLUMN, self._max_records,
-        )  # fmt: skip
+        files = self._plan.split_files(
+            self._encode.partition_by, "ByteArray", SERIALIZED_COLUMN, self._max_records
+        )
         written: list[WrittenFile] = []
         try:
             for fmt, split in splits:

@@ -203,16 +203,18 @@ class Tensorize(beam.PTransform):
             )
         names = config.tensor_names
         # Appending: the split's metadata entry before this run (its files stay listed).
-        previous = (
-            pipeline
-            | "OutputFolder" >> beam.Create([out])
-            | "AppendingTo?" >> beam.Map(appending_to, split, spec.save_mode)
-        )
+        appending = spec.save_mode == "append"
+        if appending:
+            previous = (
+                pipeline
+                | "OutputFolder" >> beam.Create([out])
+                | "AppendingTo?" >> beam.Map(appending_to, split, spec.save_mode)
+            )
         write_lists = spec.execution_mode == "train"
         if spec.execution_mode == "train":
             counted = hashed if counted is None else counted
             own = counted | "BuildFeatureLists" >> BuildFeatureLists(config, spec.shared_feature_lists)
-            if spec.save_mode == "append":
+            if appending:
                 # Appending to train data indexes the new rows with its feature lists (new
                 # entries get the unknown id), so old and new records mean the same ids.
                 earlier = pipeline | "LoadEarlierLists" >> LoadFeatureLists(
@@ -303,7 +305,7 @@ class Tensorize(beam.PTransform):
             beam.pvalue.AsSingleton(counts),
             spec.partition_by,
             spec.output_format,
-            beam.pvalue.AsSingleton(previous),
+            beam.pvalue.AsSingleton(previous) if appending else None,
         )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
