@@ -19,6 +19,11 @@ pytestmark = pytest.mark.pipeline
 HELP = "run 'python -m pipelines.tensorize --help' for the flags"
 
 
+def _on_sample(out, *more: str, config: str = SAMPLE_CONFIG) -> list[str]:
+    """The flags of a run on the bundled sample into `out`, then `more`."""
+    return ["--input", SAMPLE_AVRO, "--config", config, "--output", str(out), *more]
+
+
 def _run(capsys, *args) -> tuple[int, str]:
     code = main(list(args))
     return code, capsys.readouterr().err
@@ -154,16 +159,7 @@ def test_an_output_that_does_not_answer_fails_after_the_probe_timeout(tmp_path, 
 def test_a_missing_external_feature_list_folder_is_named(tmp_path, capsys):
     missing = tmp_path / "lists"
     out = tmp_path / "o"
-    args = [
-        "--input",
-        SAMPLE_AVRO,
-        "--config",
-        SAMPLE_CONFIG,
-        "--output",
-        str(out),
-        "--external_feature_lists",
-        str(missing),
-    ]
+    args = _on_sample(out, "--external_feature_lists", str(missing))
     code, err = _run(capsys, *args)
     assert code == 1 and err.count("\n") == 1
     assert (
@@ -178,16 +174,7 @@ def test_an_empty_external_feature_list_is_an_error(tmp_path, capsys):
     lists.mkdir()
     (lists / "genreIds").write_text("")
     out = tmp_path / "o"
-    args = [
-        "--input",
-        SAMPLE_AVRO,
-        "--config",
-        SAMPLE_CONFIG,
-        "--output",
-        str(out),
-        "--external_feature_lists",
-        str(lists),
-    ]
+    args = _on_sample(out, "--external_feature_lists", str(lists))
     code, err = _run(capsys, *args)
     assert code == 1
     assert (
@@ -235,16 +222,7 @@ def test_overwrite_with_another_config_leaves_no_stale_feature_lists(tmp_path):
     out = tmp_path / "o"
     assert main(["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out)]) == 0
     assert sorted(os.listdir(out / "featureList")) == ["genreIds", "genreVector"]
-    args = [
-        "--input",
-        SAMPLE_AVRO,
-        "--config",
-        AVRO2TF_CONFIG,
-        "--output",
-        str(out),
-        "--save_mode",
-        "overwrite",
-    ]
+    args = _on_sample(out, "--save_mode", "overwrite", config=AVRO2TF_CONFIG)
     assert main(args) == 0
     assert sorted(os.listdir(out / "featureList")) == ["genreFeatures", "genreFeatures_term"]
     assert sorted(os.listdir(out / "metadata" / "featureListCounts")) == [
@@ -300,16 +278,7 @@ def test_a_validation_run_with_another_config_is_refused_and_damages_nothing(tmp
     )
     before = hashlib.md5(metadata.read_bytes()).hexdigest()
     capsys.readouterr()
-    args = [
-        "--input",
-        SAMPLE_AVRO,
-        "--config",
-        AVRO2TF_CONFIG,
-        "--output",
-        str(out),
-        "--execution_mode",
-        "validation",
-    ]
+    args = _on_sample(out, "--execution_mode", "validation", config=AVRO2TF_CONFIG)
     code, err = _run(capsys, *args)
     assert code == 2
     assert err.startswith(f"error: the output {out} was written with another config (added movieId_hashed, ")

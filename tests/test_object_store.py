@@ -93,11 +93,9 @@ def test_partitioned_write_with_empty_files_and_read_back_on_s3(s3):
     assert sorted(sizes.values()).count(0) == 3  # _SUCCESS and two empty shards
 
 
-def test_the_cli_writes_its_whole_layout_to_s3(s3, capsys):
-    flags, client = s3["flags"], s3["client"]
-    out = f"s3://{BUCKET}/tensorized"
-    assert main(["--output", out, "--num_shards", "2", "--partition_by", "numGenres", *flags]) == 0
-    objects = _objects(client, "tensorized/")
+def assert_sample_layout(objects: dict[str, int], rows: list[dict]) -> None:
+    """The objects of the bundled sample's output partitioned by `numGenres` (paths below the
+    output -> sizes) and its records read back."""
     assert objects["_SUCCESS"] == objects["trainingData/_SUCCESS"] == 0
     assert objects["deadLetters/trainingData/part-00000-of-00001.jsonl"] == 0  # no bad rows
     assert {"metadata/tensor_metadata.json", "featureList/genreIds", "featureList/genreVector"} <= set(
@@ -106,8 +104,15 @@ def test_the_cli_writes_its_whole_layout_to_s3(s3, capsys):
     assert sorted({k.split("/")[1] for k in objects if k.startswith("trainingData/")} - {"_SUCCESS"}) == [
         f"numGenres={n}" for n in range(1, 7)
     ]
-    rows = _rows(f"{out}/trainingData", flags)
     assert len(rows) == 300 and sorted({r["numGenres"] for r in rows}) == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_cli_writes_its_whole_layout_to_s3(s3, capsys):
+    flags, client = s3["flags"], s3["client"]
+    out = f"s3://{BUCKET}/tensorized"
+    assert main(["--output", out, "--num_shards", "2", "--partition_by", "numGenres", *flags]) == 0
+    objects = _objects(client, "tensorized/")
+    assert_sample_layout(objects, _rows(f"{out}/trainingData", flags))
     capsys.readouterr()
     assert main(["--output", out, "--input", "x.avro"]) == 2  # --config missing: nothing touched
     assert _objects(client, "tensorized/") == objects
