@@ -156,6 +156,16 @@ class TensorizeOptions(PipelineOptions):
             "--filter_zeros=true|false).",
         )
         parser.add_argument(
+            "--discard_unknown_entries",
+            type=_boolean,
+            nargs="?",
+            const=True,
+            default=False,
+            help="Leave entries that are not in their feature list out of lists and vectors, "
+            "instead of giving them the unknown id (Avro2TF's --discard-unknown-entries); a scalar "
+            "keeps the unknown id.",
+        )
+        parser.add_argument(
             "--extra_columns_to_keep",
             default=None,
             help="Comma-separated input columns written as they are beside the tensors (numbers, "
@@ -263,6 +273,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         shared_feature_lists=tuple(tuple(g) for g in groups),
         external_feature_lists=options.external_feature_lists,
         filter_zeros=options.filter_zeros,
+        discard_unknown_entries=options.discard_unknown_entries,
         extra_columns=tuple(extra),
         partition_by=tuple(partition_by),
         batch_rows=options.batch_rows,
@@ -375,6 +386,15 @@ def _configure_logging(verbose: bool) -> str:
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\w*: (.+)$")
 
 
+def _remove_own_temporaries(output: str) -> None:
+    """After a failed run (its lock released): what it left in the temporary folders goes,
+    unless another job is running into the output."""
+    try:
+        remove_stale_temporaries(output)
+    except Exception:
+        _LOGGER.warning("could not remove the temporary files of the failed run", exc_info=True)
+
+
 def _one_line(err: BaseException) -> str:
     """The message of a failed job in one line: a runner may wrap the worker's traceback into
     the exception's text (multi-process DirectRunner, portable runners); keep its last
@@ -463,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result.wait_until_finish()
     except Exception as err:  # any failure of the job ends the command the same way
         _LOGGER.error("The job failed", exc_info=True)
+        if not dry_run:
+            _remove_own_temporaries(spec.output)
         details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
         print(
             f"error: the job failed; {spec.output} holds no new complete output: {_one_line(err)}{details}",

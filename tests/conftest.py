@@ -65,3 +65,43 @@ def local_server(*module_and_args: str):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+#: What `write_undecodable_avro` writes: 20 records in blocks of 16 and 4; record 3 has a
+#: name that is not UTF-8, record 12 a union branch index out of range (so records 13-15 of
+#: its block cannot be told apart).
+UNDECODABLE_GOOD_IDS = [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19]
+UNDECODABLE_CONFIG = {
+    "features": [
+        {"outputTensorInfo": {"name": "id", "dtype": "long", "shape": []}},
+        {"outputTensorInfo": {"name": "name", "dtype": "string", "shape": []}},
+    ]
+}
+
+
+def write_undecodable_avro(path) -> str:
+    """An Avro file of 20 records `{id, name, tag}`, two of them made undecodable (see
+    `UNDECODABLE_GOOD_IDS`); gives its path."""
+    import fastavro
+
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "name", "type": "string"},
+            {"name": "tag", "type": ["null", "string"]},
+        ],
+    }
+    rows = [{"id": i, "name": f"n{i:03d}", "tag": f"t{i:03d}"} for i in range(20)]
+    rows[3]["name"] = "BADUTF8X"
+    rows[12]["tag"] = "SENTINEL"
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, rows, sync_interval=200)
+    with open(path, "rb") as f:
+        data = f.read()
+    # Same lengths: "BAD\xff\xfe..." is not UTF-8; union branch 5 (zigzag 0x0a) of 2.
+    data = data.replace(b"BADUTF8X", b"BAD\xff\xfeF8X").replace(b"\x02\x10SENTINEL", b"\x0a\x10SENTINEL")
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)

@@ -521,3 +521,50 @@ def test_a_union_of_several_types_names_the_tensor_and_says_what_to_do(tmp_path,
         ]
         == 1
     )
+
+
+def test_records_that_do_not_decode_are_dead_letters_counted_against_the_ratio(tmp_path, capsys):
+    import base64
+    import json
+
+    import tensorflow as tf
+
+    from tests.conftest import UNDECODABLE_CONFIG, UNDECODABLE_GOOD_IDS, write_undecodable_avro
+
+    path = write_undecodable_avro(tmp_path / "bad.avro")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(UNDECODABLE_CONFIG))
+    out = tmp_path / "o"
+    args = ["--input", path, "--config", str(config), "--output", str(out), "--quiet"]
+    code, err = _run(capsys, *args)
+    failed = out / "deadLetters" / "trainingData" / "_failed" / "part-00000-of-00001.jsonl"
+    assert code == 1
+    assert (
+        f"5 of 20 records could not be converted (25.00% > the allowed 0.00%); nothing was committed. "
+        f"See the reasons in {failed} (the first: {path} (offset 208, record 3): cannot decode Avro "
+        "record 3 of 16 in the block: ValueError: string is not valid UTF-8); fix the input, or allow "
+        "more bad records with --max_bad_records_ratio"
+    ) in err
+    # Only the dead letters, for inspection: the failed run's temporary files are gone.
+    assert [p for p in out.rglob("*") if p.is_file()] == [failed]
+
+    code, err = _run(capsys, *args, "--max_bad_records_ratio", "0.25")
+    assert code == 0, err
+    (records,) = (out / "trainingData").glob("part-*.tfrecord")
+    ids = [
+        tf.train.Example.FromString(r.numpy()).features.feature["id"].int64_list.value[0]
+        for r in tf.data.TFRecordDataset(str(records))
+    ]
+    assert ids == UNDECODABLE_GOOD_IDS
+    lines = (out / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text().splitlines()
+    letters = sorted((json.loads(line) for line in lines), key=lambda d: d["record"])
+    assert [(d["source"], d["offset"], d["record"]) for d in letters] == [
+        (path, 208, i) for i in (3, 12, 13, 14, 15)
+    ]
+    assert base64.b64decode(letters[0]["data"]["base64"]) == b"\x06\x10BAD\xff\xfeF8X\x02\x08t003"
+    assert "union branch index 5 out of range (2 branches)" in letters[1]["reason"]
+    metadata = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert (
+        metadata["data"]["trainingData"]["numRecords"],
+        metadata["data"]["trainingData"]["badRecords"],
+    ) == (15, 5)

@@ -119,12 +119,16 @@ def test_every_tensor_of_the_avro2tf_config(train_run, records):
 def test_metadata_of_the_avro2tf_config(train_run):
     metadata = json.loads((train_run / "metadata" / "tensor_metadata.json").read_text())
     by_name = {t["name"]: t for t in metadata["features"] + metadata["labels"]}
-    assert by_name["genreFeatures"]["numUniqueValues"] == 20  # 19 genres + unknown
+    # NTV vectors as Avro2TF describes them: the vector length ends the shape, no id count.
+    assert by_name["genreFeatures"]["shape"] == [20]  # 19 genres + unknown
+    assert by_name["genreFeatures"]["numUniqueValues"] is None
     assert by_name["genreFeatures"]["parse"]["size"] == 20
+    assert by_name["genreFeatures_term"]["numUniqueValues"] == 20
     assert by_name["genreFeatures_term"]["featureList"]["path"] == "featureList/genreFeatures_term"
     assert by_name["movieId_hashed"]["numUniqueValues"] == 1001
     assert by_name["movieId_hashed"]["hashing"]["numHashFunctions"] == 4
-    assert by_name["genreFeatures_movieLatentFactorFeatures"]["numUniqueValues"] == 100
+    assert by_name["genreFeatures_movieLatentFactorFeatures"]["shape"] == [100]
+    assert by_name["genreFeatures_movieLatentFactorFeatures"]["numUniqueValues"] is None
     assert by_name["userId"]["numUniqueValues"] is None
 
 

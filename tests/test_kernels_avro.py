@@ -1167,3 +1167,74 @@ def test_nested_projection_errors(columns, message):
     with open(MOVIELENS, "rb") as f, pytest.raises(AvroFormatError) as err:
         list(read_avro_batches(f, MOVIELENS, columns=columns))
     assert message in str(err.value)
+
+
+# --- record-level decode errors as dead letters -------------------------------------------------
+
+
+@pytest.mark.parametrize("decoder", ["native", "fastavro"])
+def test_undecodable_records_become_dead_letters_and_the_rest_is_read(tmp_path, monkeypatch, decoder):
+    from beam_tensorize.kernels.avro import DECODER_ENV
+    from beam_tensorize.kernels.formats import Split
+    from beam_tensorize.kernels.formats.avro import AvroFormat
+    from beam_tensorize.kernels.provenance import describe_row
+    from tests.conftest import UNDECODABLE_GOOD_IDS, write_undecodable_avro
+
+    if decoder == "fastavro":
+        monkeypatch.setenv(DECODER_ENV, "fastavro")
+    path = write_undecodable_avro(tmp_path / "bad.avro")
+    with open(path, "rb") as f:
+        items = list(AvroFormat(dead_letters=True).read_split(f, Split(path, 0, 1 << 20), None, 100))
+    letters, (batch,) = items[:-1], items[-1:]
+    assert batch.column("id").to_pylist() == UNDECODABLE_GOOD_IDS
+    # Rows keep their place in the file in error messages: row 3 is the file's record 4.
+    assert describe_row(batch, 3).endswith("record 4 of the rows starting at byte 208")
+    assert [(d["source"], d["offset"], d["record"]) for d in letters] == [
+        (path, 208, i) for i in (3, 12, 13, 14, 15)
+    ]
+    utf8 = "string is not valid UTF-8" if decoder == "native" else "UnicodeDecodeError: 'utf-8' codec can't"
+    assert letters[0]["reason"].startswith("cannot decode Avro record 3 of 16 in the block: ")
+    assert utf8 in letters[0]["reason"]
+    # The bad record's own bytes: id 3 (zigzag 6), then the 8-byte name, then tag branch 1.
+    assert letters[0]["data"] == b"\x06\x10BAD\xff\xfeF8X\x02\x08t003"
+    branch = "union branch index 5 out of range (2 branches)" if decoder == "native" else "IndexError"
+    assert branch in letters[1]["reason"]
+    assert letters[1]["reason"].endswith(
+        "the 3 records after it in the block cannot be told apart (its data holds the rest of the block)"
+    )
+    assert letters[1]["data"].startswith(b"\x18\x08n012\x0a\x10SENTINEL") and letters[1]["data"].endswith(
+        b"t015"
+    )
+    assert letters[2]["reason"] == (
+        "Avro record 13 of 16 in the block follows the undecodable record 12, so it cannot be told apart"
+    )
+    assert letters[2]["data"] == b""
+
+
+def test_without_dead_letters_an_undecodable_record_fails_naming_file_block_and_record(tmp_path):
+    from beam_tensorize.kernels.formats import Split
+    from beam_tensorize.kernels.formats.avro import AvroFormat
+    from tests.conftest import write_undecodable_avro
+
+    path = write_undecodable_avro(tmp_path / "bad.avro")
+    with open(path, "rb") as f, pytest.raises(AvroFormatError) as err:
+        list(AvroFormat().read_split(f, Split(path, 0, 1 << 20), None, 100))
+    assert str(err.value).startswith(f"{path}: corrupt block: cannot decode record 3 of 16: ")
+    assert str(err.value).endswith("(at byte offset 208)")
+
+
+def test_bytes_left_over_after_a_block_s_records_stay_fatal_with_dead_letters(tmp_path):
+    """Block-level corruption: the block holds more bytes than its records."""
+    from beam_tensorize.kernels.avro import iter_blocks, read_header
+    from beam_tensorize.kernels.avro.salvage import decode_blocks_salvaging
+
+    path = tmp_path / "x.avro"
+    schema = {"type": "record", "name": "r", "fields": [{"name": "s", "type": "string"}]}
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, [{"s": "a"}, {"s": "b"}])
+    with open(path, "rb") as f:
+        header = read_header(f, str(path))
+        (block,) = list(iter_blocks(f, header, str(path)))
+    padded = RawBlock(block.offset, block.count, block.data + b"\x00\x00")
+    with pytest.raises(AvroFormatError, match=r"corrupt block: 2 bytes left over after its 2 records"):
+        decode_blocks_salvaging([padded], header, avro_schema_to_arrow(schema), str(path))

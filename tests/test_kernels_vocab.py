@@ -102,13 +102,16 @@ def test_partial_counts_mark_lists_and_ntv():
             (("terms", None), 0),
             (("terms", "x"), 2),
             (("terms", "y"), 1),
+            # NTV tensors sharing a list count terms, and mark the names each one holds.
             (("shared", None), 1),
-            (("shared", "G,a"), 2),
-            (("shared", "G,b"), 1),
-            (("shared", "G,new"), 1),
+            (("shared", "\0sparse\0G"), 0),
+            (("shared", "a"), 2),
+            (("shared", "b"), 1),
+            (("shared", "new"), 1),
             (("shared", None), 1),
-            (("shared", "G,b"), 1),
-            (("shared", "G,zz"), 1),
+            (("shared", "\0dense\0G"), 0),
+            (("shared", "b"), 1),
+            (("shared", "zz"), 1),
         ],
         key=repr,
     )  # "num" holds numbers: no feature list
@@ -124,14 +127,19 @@ def test_apply_feature_lists():
     assert out.column("terms").to_pylist() == [[0, 1, 0], [], None]
     assert out.column("sparse").to_pylist() == [
         {"indices": [0, 1], "values": [2.0, 1.5]},  # G,a twice: summed
-        {"indices": [2], "values": [0.0]},  # unknown entry -> index len(list)
+        {"indices": [2], "values": [1.0]},  # unknown entries -> one, index len(list), value 1 (Avro2TF)
         {"indices": [], "values": []},
     ]
-    assert out.column("dense").to_pylist() == [[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 3.0]]
+    assert out.column("dense").to_pylist() == [[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     assert out.schema.field("dense").metadata == {DENSE_VECTOR_KEY: b"1"}
     assert out.column("num").to_pylist() == [1, 2, 3]
     filtered = apply_feature_lists(_batch(), CONFIG.tensors, lists, filter_zeros=True)
-    assert filtered.column("sparse").to_pylist()[1] == {"indices": [], "values": []}
+    assert filtered.column("sparse").to_pylist()[1] == {"indices": [2], "values": [1.0]}
+    discarded = apply_feature_lists(_batch(), CONFIG.tensors, lists, discard_unknown=True)
+    assert discarded.column("terms").to_pylist() == [[0, 1, 0], [], None]
+    assert discarded.column("sparse").to_pylist()[1] == {"indices": [], "values": []}
+    # Dense vectors have no unknown slot: len(list) values.
+    assert discarded.column("dense").to_pylist() == [[2.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
     with pytest.raises(KeyError, match="no feature list for tensor 'terms'"):
         apply_feature_lists(_batch(), CONFIG.tensors, {})
 
@@ -266,13 +274,122 @@ def test_metadata_for_hashed_and_listed_tensors():
         "unknownId": 2,
         "entries": "string",
     }
-    assert sparse["parse"]["size"] == 2 and sparse["numUniqueValues"] == 2
+    # Vectors of N entries (Avro2TF): N ends the shape, numUniqueValues is null.
+    assert sparse["parse"]["size"] == 2 and sparse["numUniqueValues"] is None
+    assert sparse["shape"] == [*CONFIG.tensor("sparse").output.shape, 2]
     assert dense["parse"] == {"type": "FixedLenFeature", "key": "dense", "dtype": "float32", "shape": [3]}
+    assert dense["shape"] == [*CONFIG.tensor("dense").output.shape, 3] and dense["numUniqueValues"] is None
     assert num["numUniqueValues"] is None and "featureList" not in num
     hashed = build_metadata(HASH_CONFIG)["features"]
-    assert [t["numUniqueValues"] for t in hashed] == [11, 11, 4]
+    assert [t["numUniqueValues"] for t in hashed] == [11, 11, None]
+    assert hashed[2]["shape"] == [*HASH_CONFIG.tensor("vec").output.shape, 4]
     assert hashed[2]["parse"] == {"type": "FixedLenFeature", "key": "vec", "dtype": "float32", "shape": [4]}
     assert hashed[1]["hashing"] == hashing_description(
         HASH_CONFIG.tensors[1].input.transform_config.hash_info
     )
     assert hashed[1]["hashing"]["strongHashKeys"][0] == [0x243F6A8885A308D3, 0x13198A2E03707344]
+
+
+def test_filter_zeros_also_drops_zeros_of_hashed_ntv_vectors():
+    """Avro2TF filters zeros out of every sparse vector, hashed ones included."""
+    from beam_tensorize.kernels.features.hashing import hash_buckets
+
+    config = parse_config(
+        {
+            "features": [
+                {
+                    "inputFeatureInfo": {
+                        "columnExpr": "words",
+                        "transformConfig": {"hashInfo": {"hashBucketSize": 1000}},
+                    },
+                    "outputTensorInfo": {"name": "words", "dtype": "float", "shape": [], "isSparse": True},
+                }
+            ]
+        }
+    )
+    ntv = [[{"name": "w", "term": "a", "value": 0.0}, {"name": "w", "term": "b", "value": 2.0}], []]
+    batch = hash_tensors(pa.RecordBatch.from_pydict({"words": ntv}), config.tensors)
+    kept = apply_feature_lists(batch, config.tensors, {}).column("words").to_pylist()
+    dropped = apply_feature_lists(batch, config.tensors, {}, filter_zeros=True).column("words").to_pylist()
+    b = int(hash_buckets(pa.array(["w,b"]), 1000)[0])
+    assert sorted(kept[0]["values"]) == [0.0, 2.0]
+    assert dropped == [{"indices": [b], "values": [2.0]}, {"indices": [], "values": []}]
+
+
+def _shared_ntv_lists(day1, day2, cap=None):
+    from beam_tensorize.kernels.features.vocab import build_feature_list, lists_per_tensor, partial_counts
+
+    config = parse_config(
+        {
+            "features": [
+                {"outputTensorInfo": {"name": n, "dtype": "float", "shape": [], "isSparse": True}}
+                for n in ("fruits_day1", "fruits_day2")
+            ]
+        }
+    )
+    keys = {"fruits_day1": "fruits_day1", "fruits_day2": "fruits_day1"}
+    batch = pa.RecordBatch.from_pydict({"fruits_day1": day1, "fruits_day2": day2})
+    counted: dict = {}
+    for (key, entry), count in partial_counts(batch, config.tensors, keys):
+        counted[(key, entry)] = counted.get((key, entry), 0) + count
+    built = build_feature_list([(e, c) for (_, e), c in counted.items()], cap)
+    return config, lists_per_tensor({"fruits_day1": built}, keys)
+
+
+def _ntv(name, *terms):
+    return [{"name": name, "term": t, "value": 1.0} for t in terms]
+
+
+def test_ntv_tensors_sharing_a_list_share_it_by_term_each_keeping_its_name():
+    """Avro2TF's FeatureListGeneration: the terms of the group are counted together; each
+    tensor's list holds its own name, so the same term has the same id in both."""
+    config, lists = _shared_ntv_lists(
+        [_ntv("day1", "apple", "pear"), _ntv("day1", "apple")],
+        [_ntv("day2", "kiwi", "pear"), _ntv("day2", "pear")],
+    )
+    assert lists["fruits_day1"].entries == ("day1,pear", "day1,apple", "day1,kiwi")
+    assert lists["fruits_day2"].entries == ("day2,pear", "day2,apple", "day2,kiwi")
+    assert lists["fruits_day1"].counts == (3, 2, 1) and lists["fruits_day1"].ntv
+    batch = pa.RecordBatch.from_pydict(
+        {"fruits_day1": [_ntv("day1", "kiwi")], "fruits_day2": [_ntv("day2", "kiwi", "plum")]}
+    )
+    out = apply_feature_lists(batch, config.tensors, lists)
+    assert out.column("fruits_day1").to_pylist() == [{"indices": [2], "values": [1.0]}]
+    assert out.column("fruits_day2").to_pylist() == [{"indices": [2, 3], "values": [1.0, 1.0]}]
+
+
+def test_an_ntv_tensor_sharing_a_list_with_several_names_is_refused():
+    with pytest.raises(ValueError) as err:
+        _shared_ntv_lists([_ntv("day1", "apple"), _ntv("dayX", "pear")], [_ntv("day2", "kiwi"), []])
+    assert str(err.value) == (
+        "tensor 'fruits_day1' shares a feature list (--tensors_sharing_feature_lists) but its "
+        "name-term-value records have several names ('day1', 'dayX'); NTV tensors share lists by "
+        "term, so each must hold one name across the data (as in Avro2TF): split the tensor by "
+        "name in its columnExpr, or do not share its list"
+    )
+
+
+def test_unknown_ntv_records_of_a_row_become_one_entry_with_value_one_or_are_discarded():
+    """Avro2TF's FeatureIndicesConversion: several records not in the list give one entry
+    (the unknown id, value 1); with --discard_unknown_entries none."""
+    config = parse_config(
+        {"features": [{"outputTensorInfo": {"name": "v", "dtype": "float", "shape": [], "isSparse": True}}]}
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "v": pa.array(
+                [ntv(("G", "x", 4.0), ("G", "a", 2.0), ("G", "y", 5.0)), ntv(("G", "z", 0.0))], pa.list_(NTV)
+            )
+        }
+    )
+    lists = {"v": FeatureList(("G,a",), ntv=True)}
+    assert apply_feature_lists(batch, config.tensors, lists).column("v").to_pylist() == [
+        {"indices": [0, 1], "values": [2.0, 1.0]},
+        {"indices": [1], "values": [1.0]},
+    ]
+    assert apply_feature_lists(batch, config.tensors, lists, discard_unknown=True).column(
+        "v"
+    ).to_pylist() == [
+        {"indices": [0], "values": [2.0]},
+        {"indices": [], "values": []},
+    ]

@@ -580,3 +580,58 @@ def test_spark_writes_the_cli_files_one_per_input_split(spark, tmp_path):
     beam_files = _tree(tmp_path / "beam")
     assert len([f for f in beam_files if f.startswith("trainingData/part-")]) == 3
     assert _tree(tmp_path / "spark") == beam_files
+
+
+def test_records_that_do_not_decode_are_the_cli_s_dead_letters(spark, tmp_path):
+    """Spark tasks give undecodable Avro records as dead letters, as the Beam job does: the
+    same files, dead letters and counts as the command line."""
+    from pipelines.tensorize import main
+    from tests.conftest import UNDECODABLE_CONFIG, write_undecodable_avro
+    from tests.test_scale import _tree
+
+    path = write_undecodable_avro(tmp_path / "bad.avro")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(UNDECODABLE_CONFIG))
+    common = ["--input", path, "--config", str(config), "--max_bad_records_ratio", "0.25", "--quiet"]
+    assert main([*common, "--output", str(tmp_path / "beam")]) == 0
+    result = tensorize_spark(spark, path, str(config), str(tmp_path / "spark"), max_bad_records_ratio=0.25)
+    assert (result["numRecords"], result["badRecords"]) == (15, 5)
+    beam_files = _tree(tmp_path / "beam")
+    assert "deadLetters/trainingData/part-00000-of-00001.jsonl" in beam_files
+    assert _tree(tmp_path / "spark") == beam_files
+
+
+def test_shared_ntv_lists_by_term_discarded_unknowns_and_integer_maxima_as_the_cli(spark, tmp_path):
+    """Avro2TF's rules on both engines: NTV tensors sharing a list by term, entries beyond
+    the caps discarded, numUniqueValues of an int column its maximum: the same files."""
+    from pipelines.tensorize import main
+    from tests.test_scale import _tree
+
+    vector = {"columnConfig": {"genreFeatures": {"whitelist": ["*"]}}}
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"features": [
+        {"inputFeatureInfo": vector,
+         "outputTensorInfo": {"name": "v1", "dtype": "float", "shape": [], "isSparse": True, "vocabSizeCap": 5}},
+        {"inputFeatureInfo": vector, "outputTensorInfo": {"name": "v2", "dtype": "float", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
+         "outputTensorInfo": {"name": "ids", "dtype": "long", "shape": [-1], "vocabSizeCap": 4}},
+        {"inputFeatureInfo": {"columnExpr": "size(genreFeatures)"},
+         "outputTensorInfo": {"name": "numGenres", "dtype": "int", "shape": []}},
+    ]}))  # fmt: skip
+    flags = ["--tensors_sharing_feature_lists", "v1,v2", "--discard_unknown_entries"]
+    assert (
+        main(["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(tmp_path / "beam"), *flags])
+        == 0
+    )
+    tensorize_spark(
+        spark, SAMPLE_AVRO, str(config), str(tmp_path / "spark"),
+        shared_feature_lists=[["v1", "v2"]], discard_unknown_entries=True,
+    )  # fmt: skip
+    beam_files = _tree(tmp_path / "beam")
+    assert _tree(tmp_path / "spark") == beam_files
+    lists = tmp_path / "beam" / "featureList"
+    assert (lists / "v2").read_text() == (lists / "v1").read_text()
+    assert len((lists / "v1").read_text().splitlines()) == 5
+    metadata = _metadata(tmp_path / "beam")
+    by_name = {t["name"]: t for t in metadata["features"]}
+    assert by_name["v2"]["shape"] == [5] and by_name["numGenres"]["numUniqueValues"] >= 1

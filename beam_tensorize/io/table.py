@@ -48,6 +48,10 @@ class ReadTable(beam.PTransform):
         split_bytes: about how many bytes one split reads.
         validate: list the files when the transform is built, failing at once if a pattern
             matches nothing (off by default: building a job needs no access to the data).
+        dead_letters: give records that do not decode (Avro: invalid UTF-8, a bad union
+            branch, ...) as dead letters instead of failing the job: the transform then gives
+            `.batches` and `.dead_letters` (dicts `{"source", "offset", "record", "reason",
+            "data"}`). Block- and file-level corruption still fails, naming file and offset.
 
     Example:
         >>> import apache_beam as beam
@@ -71,6 +75,7 @@ class ReadTable(beam.PTransform):
         batch_rows: int = formats.DEFAULT_BATCH_ROWS,
         split_bytes: int = formats.DEFAULT_SPLIT_BYTES,
         validate: bool = False,
+        dead_letters: bool = False,
     ):
         super().__init__()
         name = type(self).__name__
@@ -87,6 +92,7 @@ class ReadTable(beam.PTransform):
         self._columns = None if columns is None else columns if callable(columns) else list(columns)
         self._batch_rows = batch_rows
         self._split_bytes = split_bytes
+        self._dead_letters = dead_letters
         if validate:
             for pattern in patterns:
                 match_files(pattern, self._kind())
@@ -106,15 +112,22 @@ class ReadTable(beam.PTransform):
             "split_bytes": DisplayDataItem(self._split_bytes, label="Bytes per split"),
         }
 
-    def expand(self, pbegin) -> beam.PCollection[pa.RecordBatch]:
+    def expand(self, pbegin):
         files = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
             | "MatchFiles" >> beam.FlatMap(match_files, self._kind())
         )
-        return read_splits(
-            files, self._format, self._columns, self._batch_rows, self._split_bytes, self._rows_metric
-        )[BATCHES]
+        read = read_splits(
+            files,
+            self._format,
+            self._columns,
+            self._batch_rows,
+            self._split_bytes,
+            self._rows_metric,
+            self._dead_letters,
+        )
+        return read if self._dead_letters else read[BATCHES]
 
 
 #: Output tags of `read_splits`.
@@ -128,19 +141,21 @@ def read_splits(
     batch_rows: int,
     split_bytes: int,
     rows_metric: str = metrics.ROWS_READ,
+    dead_letters: bool = False,
 ):
     """The shared read steps: `(path, size)` of each file -> its splits, spread over workers ->
-    tagged batches (tag `BATCHES`) and, for a format with `dead_letters`, the dead letters
-    (tag `DEAD_LETTERS`). `fmt` None tells each file's format from its first bytes; the rows
-    read are counted in the counter `rows_metric`.
+    tagged batches (tag `BATCHES`) and, for a format with `dead_letters` (or every format's
+    `with_dead_letters()` when `dead_letters`), the dead letters (tag `DEAD_LETTERS`). `fmt`
+    None tells each file's format from its first bytes; the rows read are counted in the
+    counter `rows_metric`.
 
     With fixed `columns`, every file's schema (for those columns) is read while planning and
     the schemas are unified (`beam_tensorize.kernels.schemas`: int32 in one file and int64 in
     another read as int64, ...); every batch is cast to that one schema, and files whose types
     clash fail the job, naming the column, both types and both files."""
-    planned = files | "PlanSplits" >> beam.ParDo(_PlanSplitsFn(fmt, split_bytes, columns)).with_outputs(
-        _SCHEMAS, main="splits"
-    )
+    planned = files | "PlanSplits" >> beam.ParDo(
+        _PlanSplitsFn(fmt, split_bytes, columns, dead_letters)
+    ).with_outputs(_SCHEMAS, main="splits")
     side_inputs = ()
     if not callable(columns):
         unified = planned[_SCHEMAS] | "UnifySchemas" >> beam.CombineGlobally(_UnifySchemasFn())
@@ -187,14 +202,17 @@ class _PlanSplitsFn(beam.DoFn):
     """(path, size) -> (format, split) for each split of the file, and (tag `_SCHEMAS`) the
     file's schema for fixed `columns`."""
 
-    def __init__(self, fmt: InputFormat | None, split_bytes: int, columns):
+    def __init__(self, fmt: InputFormat | None, split_bytes: int, columns, dead_letters: bool = False):
         self._format = fmt
         self._split_bytes = split_bytes
         self._columns = columns
+        self._dead_letters = dead_letters
 
     def process(self, file: tuple[str, int]) -> Iterable[tuple[InputFormat, Split]]:
         path, size = file
         fmt, splits = formats.plan_file(open_file, path, size, self._format, self._split_bytes)
+        if self._dead_letters:
+            fmt = fmt.with_dead_letters()
         if not callable(self._columns) and splits:
             yield beam.pvalue.TaggedOutput(_SCHEMAS, (path, file_schema(fmt, path, self._columns)))
         for split in splits:

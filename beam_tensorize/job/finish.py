@@ -110,11 +110,26 @@ def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = F
         write_text_atomically(failed, text)
         raise ValueError(
             f"{bad} of {total} records could not be converted ({bad / total:.2%} > the allowed "
-            f"{max_ratio:.2%}); nothing was committed. See the reasons in {failed}"
+            f"{max_ratio:.2%}); nothing was committed. See the reasons in {failed} (the first: "
+            f"{_first_reason(lines)}); fix the input, or allow more bad records with "
+            "--max_bad_records_ratio"
         )
     pending = posixpath.join(folder, TEMP_FOLDER, f"{uuid.uuid4().hex}.jsonl")
     write_text_atomically(pending, text)
     return {"numRecords": good, "badRecords": bad, "deadLetters": pending}
+
+
+def _first_reason(lines: list[str]) -> str:
+    """Where and why, of the dead letter (JSON lines) that comes first in the input."""
+
+    def place(letter: dict) -> tuple:
+        return str(letter.get("source")), letter.get("offset") or 0, letter.get("record") or 0
+
+    letter = min((json.loads(line) for line in lines), key=place)
+    where = str(letter.get("source", "?"))
+    if letter.get("offset") is not None and "record" in letter:
+        where += f" (offset {letter['offset']}, record {letter['record']})"
+    return f"{where}: {letter.get('reason', '?')}"
 
 
 def commit_dead_letters(counts: dict, folder: str) -> None:

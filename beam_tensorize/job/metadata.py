@@ -12,7 +12,13 @@ from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_
 from beam_tensorize.job.files import read_text, write_text_atomically
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 from beam_tensorize.kernels.features.vocab import FeatureList
-from beam_tensorize.kernels.metadata import METADATA_FILE, build_metadata, metadata_json
+from beam_tensorize.kernels.metadata import (
+    METADATA_FILE,
+    build_metadata,
+    integer_tensor_names,
+    merge_maxima,
+    metadata_json,
+)
 
 __all__ = ["read_metadata", "write_metadata"]
 
@@ -25,6 +31,17 @@ def read_metadata(output_dir: str) -> dict | None:
     return None if text is None else json.loads(text)
 
 
+def _recorded_maxima(document: Mapping, config: TensorizeConfig) -> dict[str, int]:
+    """The `numUniqueValues` a document records for the integer tensors of `config`."""
+    names = set(integer_tensor_names(config.tensors))
+    entries = [*document.get("features", []), *document.get("labels", [])]
+    return {
+        e["name"]: e["numUniqueValues"]
+        for e in entries
+        if e.get("name") in names and isinstance(e.get("numUniqueValues"), int)
+    }
+
+
 def write_metadata(
     splits: Mapping[str, Mapping],
     config: TensorizeConfig,
@@ -33,6 +50,9 @@ def write_metadata(
     write_lists: bool = False,
     lists: Mapping[str, FeatureList] | None = None,
     extra: Sequence[FeatureLayout] = (),
+    maxima: Mapping[str, int] | None = None,
+    add_to_recorded: bool = False,
+    discard_unknown: bool = False,
 ) -> str:
     """Write the metadata document (and, if asked, the feature lists) now; returns its path.
 
@@ -47,6 +67,11 @@ def write_metadata(
         write_lists: also write `featureList/<tensor>` (train mode).
         lists: the feature lists used, by tensor name.
         extra: how the extra input columns were stored.
+        maxima: the largest value of each integer tensor in this run's data (`integer_maxima`,
+            train mode); None keeps what the document records (validation / test runs).
+        add_to_recorded: the data is added to what the document describes (appending): the
+            recorded maxima count too.
+        discard_unknown: entries not in their feature list were left out of lists and vectors.
 
     Example:
         >>> import tempfile
@@ -67,7 +92,21 @@ def write_metadata(
     if previous:
         for name, info in previous.get("data", {}).items():
             data.setdefault(name, info)
-    document = build_metadata(config, data, lists, paths, compression=compression, extra_columns=extra)
+    recorded = _recorded_maxima(previous, config) if previous else {}
+    if maxima is None:
+        maxima = recorded
+    elif add_to_recorded:
+        maxima = merge_maxima([recorded, maxima])
+    document = build_metadata(
+        config,
+        data,
+        lists,
+        paths,
+        compression=compression,
+        extra_columns=extra,
+        maxima=maxima,
+        discard_unknown=discard_unknown,
+    )
     path = posixpath.join(output_dir, METADATA_FILE)
     write_text_atomically(path, metadata_json(document))
     _LOGGER.info("Wrote %s", path)

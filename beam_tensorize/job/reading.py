@@ -31,9 +31,11 @@ def plan_splits(
     patterns: Sequence[str],
     fmt: InputFormat | None = None,
     split_bytes: int = formats.DEFAULT_SPLIT_BYTES,
+    dead_letters: bool = False,
 ) -> list[tuple[InputFormat, Split]]:
     """(format, split) of every split of every file the patterns match, in order; `fmt` None
-    tells each file's format from its first bytes.
+    tells each file's format from its first bytes; with `dead_letters`, each format is its
+    `with_dead_letters()` (records that do not decode come as dicts).
 
     Raises:
         FileNotFoundError: a pattern matches nothing.
@@ -43,6 +45,8 @@ def plan_splits(
     for pattern in patterns:
         for path, size in match_files(pattern, kind):
             resolved, splits = formats.plan_file(open_file, path, size, fmt, split_bytes)
+            if dead_letters:
+                resolved = resolved.with_dead_letters()
             planned += [(resolved, split) for split in splits]
     return planned
 

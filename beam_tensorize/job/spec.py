@@ -29,7 +29,7 @@ from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, check_file_forma
 from beam_tensorize.job.feature_lists import feature_list_groups
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
 from beam_tensorize.kernels import formats
-from beam_tensorize.kernels.features.extract import input_columns
+from beam_tensorize.kernels.features.extract import extra_column_names, input_columns
 
 __all__ = ["TensorizeSpec"]
 
@@ -73,7 +73,11 @@ class TensorizeSpec:
         shared_feature_lists: groups of tensors sharing one feature list.
         external_feature_lists: a folder of ready feature lists.
         filter_zeros: drop zeros from name-term-value sparse vectors.
-        extra_columns: input columns written as they are.
+        discard_unknown_entries: leave entries that are not in their feature list out of lists
+            and vectors instead of giving them the unknown id (Avro2TF's
+            --discard-unknown-entries; scalars keep the unknown id).
+        extra_columns: input columns written as they are: names, or Avro2TF's
+            `expression:name` (`words.term:terms`).
         partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
         batch_rows: rows per batch read.
         split_bytes: about how many bytes one input split reads.
@@ -96,6 +100,7 @@ class TensorizeSpec:
     shared_feature_lists: tuple[tuple[str, ...], ...] = ()
     external_feature_lists: str | None = None
     filter_zeros: bool = False
+    discard_unknown_entries: bool = False
     extra_columns: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
     batch_rows: int = formats.DEFAULT_BATCH_ROWS
@@ -145,11 +150,14 @@ class TensorizeSpec:
         set_(self, "shared_feature_lists", groups)
         feature_list_groups(config, groups)
         set_(self, "extra_columns", _names("extra_columns", self.extra_columns))
-        clash = set(self.extra_columns) & set(config.tensor_names)
+        names = extra_column_names(self.extra_columns)
+        clash = set(names) & set(config.tensor_names)
         if clash:
             raise ValueError(f"extra columns {sorted(clash)} have the names of tensors")
+        if len(set(names)) < len(names):
+            raise ValueError(f"extra columns {list(names)}: a name is used twice")
         set_(self, "partition_by", _names("partition_by", self.partition_by))
-        check_partition_columns(config, self.partition_by, self.extra_columns)
+        check_partition_columns(config, self.partition_by, names)
         _positive("batch_rows", self.batch_rows)
         _positive("split_bytes", self.split_bytes)
 
@@ -161,6 +169,11 @@ class TensorizeSpec:
     @property
     def split_dir(self) -> str:
         return posixpath.join(self.output, self.split)
+
+    @property
+    def extra_names(self) -> tuple[str, ...]:
+        """The names the extra columns are written under (`expression:name` gives `name`)."""
+        return extra_column_names(self.extra_columns)
 
     @property
     def input_columns(self) -> list[str]:

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
@@ -30,6 +33,9 @@ __all__ = [
     "FORMAT_VERSION",
     "METADATA_FILE",
     "build_metadata",
+    "integer_maxima",
+    "integer_tensor_names",
+    "merge_maxima",
     "metadata_json",
 ]
 
@@ -71,22 +77,69 @@ def _feature_keys(layout: FeatureLayout) -> dict[str, str]:
     return keys
 
 
-def _vector_size(tensor: TensorConfig, feature_list: FeatureList | None) -> int | None:
-    """Length of the vector an NTV tensor becomes (hash buckets or list size + 1), else None."""
+def _vector_size(tensor: TensorConfig, feature_list: FeatureList | None, discard: bool) -> int | None:
+    """Length of the vector an NTV tensor becomes (hash buckets, or the list's size + 1 for the
+    unknown id unless unknown entries are discarded), else None."""
     hash_info = tensor.input.transform_config.hash_info
     if hash_info is not None:
         ntv = tensor.input.column_config is not None or tensor.output.is_sparse
         return hash_info.hash_bucket_size if ntv else None
     if feature_list is not None and feature_list.ntv:
-        return len(feature_list) + 1
+        return len(feature_list) + (0 if discard else 1)
     return None
 
 
-def _tensor_entry(tensor: TensorConfig, feature_list: FeatureList | None, list_path: str | None) -> dict:
+def integer_tensor_names(tensors: Iterable[TensorConfig]) -> tuple[str, ...]:
+    """The tensors whose `numUniqueValues` is the largest value in the train data (Avro2TF's
+    rule for int / long columns): scalar int / long tensors that are not hashed (a feature list,
+    when the column holds strings, takes precedence)."""
+    return tuple(
+        t.name
+        for t in tensors
+        if t.output.dtype in ("int", "long")
+        and not t.output.shape
+        and t.input.transform_config.hash_info is None
+    )
+
+
+def integer_maxima(batch: pa.RecordBatch, names: Sequence[str]) -> dict[str, int]:
+    """The largest value of each integer column of `batch` among `names` (all-null: none).
+
+    Example:
+        >>> integer_maxima(pa.RecordBatch.from_pydict({"y": [0, 1, None], "s": ["a", "b", "c"]}), ["y", "s"])
+        {'y': 1}
+    """
+    found = {}
+    for name in names:
+        if name in batch.schema.names and pa.types.is_integer(batch.schema.field(name).type):
+            value = pc.max(batch.column(name)).as_py()
+            if value is not None:
+                found[name] = int(value)
+    return found
+
+
+def merge_maxima(maxima: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The largest value per name over several `integer_maxima` results, sorted by name."""
+    merged: dict[str, int] = {}
+    for found in maxima:
+        for name, value in found.items():
+            merged[name] = max(value, merged.get(name, value))
+    return dict(sorted(merged.items()))
+
+
+def _tensor_entry(
+    tensor: TensorConfig,
+    feature_list: FeatureList | None,
+    list_path: str | None,
+    maximum: int | None,
+    discard: bool = False,
+) -> dict:
     out = tensor.output
     layout = layout_of(tensor)
     hash_info = tensor.input.transform_config.hash_info
-    size = _vector_size(tensor, feature_list)
+    size = _vector_size(tensor, feature_list, discard)
+    # Lists and vectors lose their unknown entries when discarding; a scalar keeps the id.
+    unknown_id = feature_list is not None and not (discard and (out.shape or feature_list.ntv))
     parse = _parse_entry(layout)
     keys = _feature_keys(layout)
     if size is not None and layout.kind == "sparse":
@@ -94,17 +147,21 @@ def _tensor_entry(tensor: TensorConfig, feature_list: FeatureList | None, list_p
     elif size is not None:  # a dense vector of all ids
         parse = {"type": "FixedLenFeature", "key": out.name, "dtype": "float32", "shape": [size]}
         keys = {out.name: "float32"}
-    if hash_info is not None:
-        # ids run 0..n-1, plus the dummy id n for null / empty input (not for NTV vectors)
-        unique = hash_info.hash_bucket_size + (0 if size is not None else 1)
-    elif feature_list is not None:
-        unique = len(feature_list) + 1  # one out-of-vocabulary id
-    else:
+    shape = list(out.shape)
+    if size is not None:
+        # A vector of N entries (Avro2TF's rule): its length ends the shape; no id count.
+        shape.append(size)
         unique = None
+    elif hash_info is not None:
+        unique = hash_info.hash_bucket_size + 1  # ids 0..n-1, and n for null / empty input
+    elif feature_list is not None:
+        unique = len(feature_list) + int(unknown_id)  # the out-of-vocabulary id
+    else:
+        unique = maximum  # Avro2TF: the largest value of an int / long column, else null
     entry = {
         "name": out.name,
         "dtype": out.dtype,
-        "shape": list(out.shape),
+        "shape": shape,
         "isSparse": layout.kind == "sparse",
         "isDocumentFeature": out.is_document_feature,
         "numUniqueValues": unique,
@@ -119,7 +176,7 @@ def _tensor_entry(tensor: TensorConfig, feature_list: FeatureList | None, list_p
         entry["featureList"] = {
             "path": list_path,
             "size": len(feature_list),
-            "unknownId": len(feature_list),
+            "unknownId": len(feature_list) if unknown_id else None,
             "entries": "name,term" if feature_list.ntv else "string",
         }
     return entry
@@ -133,6 +190,8 @@ def build_metadata(
     record_type: str = "Example",
     compression: str = "none",
     extra_columns: Sequence[FeatureLayout] = (),
+    maxima: Mapping[str, int] | None = None,
+    discard_unknown: bool = False,
 ) -> dict:
     """The metadata document for `config`.
 
@@ -144,15 +203,20 @@ def build_metadata(
         record_type: the TFRecord payload type.
         compression: "none" or "gzip".
         extra_columns: how the input columns kept as they are were stored.
+        maxima: the largest value of each of the `integer_tensor_names` in the train data
+            (their `numUniqueValues`).
+        discard_unknown: entries not in their feature list were left out of lists and vectors
+            (which then have no unknown id; scalars keep it).
 
     Returns:
         A JSON-serialisable dict.
     """
     lists = dict(feature_lists or {})
     paths = dict(list_paths or {})
+    maxima = dict(maxima or {})
 
     def entry(t: TensorConfig) -> dict:
-        return _tensor_entry(t, lists.get(t.name), paths.get(t.name))
+        return _tensor_entry(t, lists.get(t.name), paths.get(t.name), maxima.get(t.name), discard_unknown)
 
     return {
         "formatVersion": FORMAT_VERSION,

@@ -29,6 +29,7 @@ __all__ = [
     "source_unit",
     "split_key",
     "stripe_offset",
+    "with_gaps",
     "with_source",
     "with_split",
 ]
@@ -37,6 +38,7 @@ _SOURCE = b"beam_tensorize.source"
 _OFFSET = b"beam_tensorize.offset"
 _UNIT = b"beam_tensorize.unit"
 _SPLIT = b"beam_tensorize.split"
+_GAPS = b"beam_tensorize.gaps"
 #: What a tag's offset counts: bytes (Avro blocks), rows, or (ORC) `stripe << 32 | row`.
 UNITS = ("byte", "row", "stripe")
 _STRIPE_SHIFT = 32
@@ -66,6 +68,34 @@ def with_split(batch: pa.RecordBatch, path: str, start: int) -> pa.RecordBatch:
     metadata = dict(batch.schema.metadata or {})
     metadata[_SPLIT] = f"{path}\0{start:020d}".encode()
     return batch.replace_schema_metadata(metadata)
+
+
+def with_gaps(batch: pa.RecordBatch, gaps: list[int]) -> pa.RecordBatch:
+    """`batch` (tagged) noting that the records at positions `gaps` (ascending, counted among
+    all the records its rows were read from) were left out as dead letters, so `describe_row`
+    still names each row by its place in the file.
+
+    Example:
+        >>> batch = with_source(pa.RecordBatch.from_pydict({"a": [1, 2, 3]}), "x.avro", 4)
+        >>> describe_row(with_gaps(batch, [0, 2]), 1)
+        'x.avro: record 3 of the rows starting at byte 4'
+    """
+    if not gaps:
+        return batch
+    metadata = dict(batch.schema.metadata or {})
+    metadata[_GAPS] = ",".join(str(g) for g in gaps).encode()
+    return batch.replace_schema_metadata(metadata)
+
+
+def _place(batch: pa.RecordBatch, row: int) -> int:
+    """The position row `row` of `batch` had among the records it was read from."""
+    gaps = (batch.schema.metadata or {}).get(_GAPS)
+    if gaps:
+        for gap in map(int, gaps.split(b",")):
+            if gap > row:
+                break
+            row += 1
+    return row
 
 
 def split_key(batch: pa.RecordBatch) -> str | None:
@@ -100,6 +130,7 @@ def describe_row(batch: pa.RecordBatch, row: int) -> str:
         return f"row {row} of an untagged batch"
     path, offset = source
     unit = source_unit(batch)
+    row = _place(batch, row)
     if unit == "row":
         return f"{path}: record {offset + row}"
     if unit == "stripe":

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import logging
 import operator
 import os
 import pickle
 import posixpath
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -81,7 +82,7 @@ from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
-from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.features.extract import extra_column_names, extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
@@ -92,6 +93,7 @@ from beam_tensorize.kernels.features.vocab import (
     partial_counts,
 )
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
+from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
@@ -101,7 +103,7 @@ __all__ = ["tensorize_spark"]
 _LOGGER = logging.getLogger(__name__)
 
 # Rows of the encoding step: a record, a dead letter, or the extra columns' layouts of a batch.
-_RECORD, _DEAD_LETTER, _LAYOUTS = 0, 1, 2
+_RECORD, _DEAD_LETTER, _LAYOUTS, _MAXIMA = 0, 1, 2, 3
 _ENCODED = pa.schema(
     [
         pa.field("kind", pa.int32()),
@@ -146,6 +148,7 @@ def tensorize_spark(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     max_records_per_file: int | None = None,
+    discard_unknown_entries: bool = False,
 ) -> dict:
     """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
     `Tensorize` job.
@@ -186,6 +189,8 @@ def tensorize_spark(
         batch_rows: rows per Arrow batch read from the input.
         split_bytes: about how many bytes one split reads (one Spark partition each).
         max_records_per_file: without `num_shards`, start another file after this many records.
+        discard_unknown_entries: leave entries not in their feature list out of lists and
+            vectors (Avro2TF's --discard-unknown-entries; scalars keep the unknown id).
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -210,9 +215,10 @@ def tensorize_spark(
     if isinstance(input_paths, TensorizeSpec):
         given = (config, output, mode, num_shards, compression, save_mode, max_bad_records_ratio,
                  shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
-                 output_format, input_format, batch_rows, split_bytes, max_records_per_file)  # fmt: skip
+                 output_format, input_format, batch_rows, split_bytes, max_records_per_file,
+                 discard_unknown_entries)  # fmt: skip
         defaults = (None, None, "train", None, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
-                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None)  # fmt: skip
+                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False)  # fmt: skip
         if given != defaults:
             raise TypeError("give either a TensorizeSpec or the settings, not both")
         spec = input_paths
@@ -225,6 +231,7 @@ def tensorize_spark(
             external_feature_lists=external_feature_lists, filter_zeros=filter_zeros,
             extra_columns=extra_columns, partition_by=partition_by, batch_rows=batch_rows,
             split_bytes=split_bytes, max_records_per_file=max_records_per_file,
+            discard_unknown_entries=discard_unknown_entries,
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
@@ -243,7 +250,7 @@ def tensorize_spark(
 
     checked = check_target(split_dir, spec.save_mode)
     fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
-    splits = plan_splits(spec.inputs, fmt, spec.split_bytes)
+    splits = plan_splits(spec.inputs, fmt, spec.split_bytes, dead_letters=True)
     previous = appending_to(out, split, spec.save_mode)  # appending: the split's entry until now
     lists = _feature_lists(spark, splits, spec, previous)
     lists_broadcast = spark.sparkContext.broadcast(lists)
@@ -254,7 +261,8 @@ def tensorize_spark(
     try:
         encode = _EncodeBatches(
             config.tensors, extra, partition_by, lists_broadcast, spec.filter_zeros, spec.num_shards,
-            spec.output_format,
+            spec.output_format, integer_tensor_names(config.tensors) if mode == "train" else (),
+            spec.discard_unknown_entries,
         )  # fmt: skip
         if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
             schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
@@ -281,7 +289,7 @@ def tensorize_spark(
                 .collect()
             )
         return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists, previous,
-                       extra, partition_by)  # fmt: skip
+                       extra, partition_by, spec.discard_unknown_entries)  # fmt: skip
     finally:
         delete_temporary(plan)  # gone already after a commit
         lists_broadcast.destroy()
@@ -342,18 +350,33 @@ def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec)
 
 
 def _finish(
-    written, config, out, split, mode, plan, checked, max_ratio, lists, previous, extra, partition_by
+    written,
+    config,
+    out,
+    split,
+    mode,
+    plan,
+    checked,
+    max_ratio,
+    lists,
+    previous,
+    extra,
+    partition_by,
+    discard_unknown=False,
 ) -> dict:
     """The driver's part once the files are written: the Beam job's last steps, in its order."""
     files: list[tuple[str, int | str, str, int]] = []
     bad_lines: list[str] = []
     layouts: list[tuple] = []
+    maxima: list[dict] = []
     for row in written:
         if row["kind"] == _RECORD:
             key = row["shard"] if plan.num_shards else row["key"]
             files.append((row["path"], key, row["payload"].decode(), row["count"]))
         elif row["kind"] == _DEAD_LETTER:
             bad_lines.append(row["payload"].decode())
+        elif row["kind"] == _MAXIMA:
+            maxima.append(json.loads(row["payload"]))
         else:
             layouts.append(pickle.loads(row["payload"]))
     good = sum(count for *_, count in files)
@@ -366,7 +389,11 @@ def _finish(
     splits = describe_split(committed, split, counts, partition_by, plan.file_format, previous)
     extra_layouts = first_layouts(layouts) if extra else ()
     write_lists = mode == "train" and previous is None  # appending keeps the lists as they are
-    metadata = write_metadata(splits, config, out, plan.compression, write_lists, lists, extra_layouts)
+    largest = merge_maxima(maxima) if mode == "train" else None
+    metadata = write_metadata(
+        splits, config, out, plan.compression, write_lists, lists, extra_layouts, largest,
+        add_to_recorded=plan.save_mode == "append", discard_unknown=discard_unknown,
+    )  # fmt: skip
     return write_success(metadata, out, split, splits, counts)
 
 
@@ -410,9 +437,14 @@ class _EncodeBatches:
         filter_zeros: bool,
         num_shards: int,
         output_format: str,
+        maxima_of: Sequence[str] = (),
+        discard_unknown: bool = False,
     ):
         self._tensors = tensors
         self._extra = extra
+        #: The integer tensors whose largest values the metadata records (train mode).
+        self._maxima_of = tuple(maxima_of)
+        self._discard_unknown = discard_unknown
         #: The partition columns (left out of the records).
         self.partition_by = partition_by
         self._lists = lists_broadcast
@@ -427,8 +459,10 @@ class _EncodeBatches:
         lookup = FeatureListLookup(self._lists.value)
         for batch in _tensor_batches(batches, self._tensors, self._extra):
             if self._extra:
-                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, self._extra))
-            indexed = lookup.apply(batch, self._tensors, self._filter_zeros)
+                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, extra_column_names(self._extra)))
+            if self._maxima_of:
+                yield _MAXIMA, json.dumps(integer_maxima(batch, self._maxima_of)).encode()
+            indexed = lookup.apply(batch, self._tensors, self._filter_zeros, self._discard_unknown)
             examples, dead_letters = encode_with_dead_letters(
                 indexed, self._layouts, self.partition_by, self._output_format
             )
@@ -490,14 +524,18 @@ class _EncodeAndWrite:
         written: list[WrittenFile] = []
         try:
             for fmt, split in splits:
+                unreadable: list[dict] = []  # the records that did not decode
                 batches = read_split_batches(fmt, split, self._columns, self._batch_rows, None, self._schema)
-                for kind, item in self._encode.encoded(b for b in batches if not isinstance(b, dict)):
+                good = _set_aside(batches, unreadable.append)
+                for kind, item in self._encode.encoded(good):
                     if kind == _RECORD:
                         if not self._skip:
                             written += files.write(item)
                     else:
                         for payload in item if kind == _DEAD_LETTER else [item]:
                             yield {"kind": kind, "payload": payload}
+                for letter in unreadable:
+                    yield {"kind": _DEAD_LETTER, "payload": dead_letter_json(letter).encode()}
             written += files.close()
         except BaseException:
             files.abort()
@@ -510,6 +548,17 @@ class _EncodeAndWrite:
                 "payload": f.temp_path.encode(),
                 "count": f.count,
             }
+
+
+def _set_aside(
+    items: Iterator[pa.RecordBatch | dict], keep: Callable[[dict], None]
+) -> Iterator[pa.RecordBatch]:
+    """The batches of a reader's output; its dead letters go to `keep`."""
+    for item in items:
+        if isinstance(item, dict):
+            keep(item)
+        else:
+            yield item
 
 
 def _ipc(batch: pa.RecordBatch) -> bytes:

@@ -9,7 +9,7 @@ import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.features.extract import extra_column_names, extract_tensors
 
 __all__ = ["ExtractFeatures"]
 
@@ -20,7 +20,8 @@ class ExtractFeatures(beam.PTransform):
     Args:
         config: the parsed config; every feature and label is computed.
         tensors: optional subset of `config.tensors` to compute instead.
-        extra_columns: input columns to keep as they are (after the tensor columns).
+        extra_columns: input columns to keep as they are (after the tensor columns): names, or
+            Avro2TF's `expression:name` (`words.term:terms`).
 
     The output batches have one column per tensor, named by tensor, and keep the input
     batches' source tags. An expression that does not fit the input schema fails the step
@@ -45,7 +46,7 @@ class ExtractFeatures(beam.PTransform):
         super().__init__()
         self._tensors = tuple(config.tensors if tensors is None else tensors)
         self._extra = tuple(extra_columns)
-        clash = set(self._extra) & {t.name for t in self._tensors}
+        clash = set(extra_column_names(self._extra)) & {t.name for t in self._tensors}
         if clash:
             raise ValueError(f"extra columns {sorted(clash)} have the names of tensors")
 

@@ -160,6 +160,8 @@ class ApplyFeatureLists(beam.PTransform):
         config: the parsed config.
         feature_lists: a PCollection of one dict `{tensor name: FeatureList}`.
         filter_zeros: drop zero values from sparse vectors.
+        discard_unknown: leave entries not in their list out of lists and vectors (scalars
+            keep the unknown id).
 
     Example:
         >>> import apache_beam as beam, pyarrow as pa
@@ -173,25 +175,34 @@ class ApplyFeatureLists(beam.PTransform):
         {'g': [[1, 2]]}
     """
 
-    def __init__(self, config: TensorizeConfig, feature_lists, filter_zeros: bool = False):
+    def __init__(
+        self,
+        config: TensorizeConfig,
+        feature_lists,
+        filter_zeros: bool = False,
+        discard_unknown: bool = False,
+    ):
         super().__init__()
         self._tensors = config.tensors
         self._lists = feature_lists
         self._filter_zeros = filter_zeros
+        self._discard_unknown = discard_unknown
 
     def display_data(self) -> dict:
         return {"filter_zeros": DisplayDataItem(self._filter_zeros, label="Drop zeros of sparse vectors")}
 
     def expand(self, batches):
         return batches | "LookUpIds" >> beam.ParDo(
-            _ApplyFeatureListsFn(self._tensors, self._filter_zeros), beam.pvalue.AsSingleton(self._lists)
+            _ApplyFeatureListsFn(self._tensors, self._filter_zeros, self._discard_unknown),
+            beam.pvalue.AsSingleton(self._lists),
         ).with_output_types(pa.RecordBatch)
 
 
 class _ApplyFeatureListsFn(beam.DoFn):
-    def __init__(self, tensors: tuple[TensorConfig, ...], filter_zeros: bool):
+    def __init__(self, tensors: tuple[TensorConfig, ...], filter_zeros: bool, discard_unknown: bool):
         self._tensors = tensors
         self._filter_zeros = filter_zeros
+        self._discard_unknown = discard_unknown
 
     def setup(self):
         self._seen = None
@@ -201,7 +212,7 @@ class _ApplyFeatureListsFn(beam.DoFn):
         if lists is not self._seen:  # the runner hands the same side input to later bundles
             self._lookup = FeatureListLookup(lists)
             self._seen = lists
-        yield self._lookup.apply(batch, self._tensors, self._filter_zeros)
+        yield self._lookup.apply(batch, self._tensors, self._filter_zeros, self._discard_unknown)
 
 
 class LoadFeatureLists(beam.PTransform):

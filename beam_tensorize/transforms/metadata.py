@@ -33,6 +33,13 @@ class EmitMetadata(beam.PTransform):
             or a PCollection of one bool decided when the job runs.
         extra_columns: optional PCollection of one tuple of `FeatureLayout`s, how the extra
             input columns were stored.
+        maxima: optional PCollection of one dict, the largest value of each integer tensor in
+            the data (train mode; see `beam_tensorize.kernels.metadata.integer_maxima`); without
+            it the values the metadata records are kept.
+        add_to_recorded: the data is appended to what the metadata describes: the recorded
+            maxima count too.
+        discard_unknown: entries not in their feature list were left out (no unknown id in
+            lists and vectors).
 
     Returns (from `expand`): a PCollection of one element, the metadata file's path.
 
@@ -53,6 +60,9 @@ class EmitMetadata(beam.PTransform):
         feature_lists=None,
         write_feature_lists: bool = False,
         extra_columns=None,
+        maxima=None,
+        add_to_recorded: bool = False,
+        discard_unknown: bool = False,
     ):
         super().__init__()
         self._config = config
@@ -61,6 +71,9 @@ class EmitMetadata(beam.PTransform):
         self._feature_lists = feature_lists
         self._write_lists = write_feature_lists
         self._extra = extra_columns
+        self._maxima = maxima
+        self._add_to_recorded = add_to_recorded
+        self._discard_unknown = discard_unknown
 
     def display_data(self) -> dict:
         return {
@@ -77,6 +90,8 @@ class EmitMetadata(beam.PTransform):
             side_inputs["lists"] = beam.pvalue.AsSingleton(self._feature_lists)
         if self._extra is not None:
             side_inputs["extra"] = beam.pvalue.AsSingleton(self._extra)
+        if self._maxima is not None:
+            side_inputs["maxima"] = beam.pvalue.AsSingleton(self._maxima)
         write_lists = self._write_lists
         if isinstance(write_lists, beam.PCollection):
             write_lists = beam.pvalue.AsSingleton(write_lists)
@@ -86,5 +101,7 @@ class EmitMetadata(beam.PTransform):
             self._output_dir,
             self._compression,
             write_lists=write_lists,
+            add_to_recorded=self._add_to_recorded,
+            discard_unknown=self._discard_unknown,
             **side_inputs,
         )

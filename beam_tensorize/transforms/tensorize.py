@@ -13,7 +13,7 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.io.parquet import WriteParquet
-from beam_tensorize.io.table import ReadTable
+from beam_tensorize.io.table import BATCHES, ReadTable
 from beam_tensorize.io.tfrecord import WriteTFRecord
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, merge_feature_lists
 from beam_tensorize.job.finish import (
@@ -32,7 +32,8 @@ from beam_tensorize.job.finish import (
 )
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.features.extract import input_columns
-from beam_tensorize.transforms.encode import SERIALIZED_COLUMN, EncodeExamples
+from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
+from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
     ApplyFeatureLists,
@@ -52,7 +53,9 @@ class TensorizeOutputs(NamedTuple):
     Attributes:
         result: one dict once everything is committed: `output`, `split`, `files`,
             `numRecords`, `badRecords`, `metadata`.
-        dead_letters: one dict per bad record (`source`, `reason`, `tensors`).
+        dead_letters: one dict per bad record: records that did not convert (`source`,
+            `reason`, `tensors`) and input records that did not decode (`source`, `offset`,
+            `record`, `reason`, `data`).
     """
 
     result: beam.PCollection
@@ -111,6 +114,8 @@ class Tensorize(beam.PTransform):
             entry per line) used instead of building / loading them; a file named after no
             tensor is an error.
         filter_zeros: drop zero values from NTV sparse vectors.
+        discard_unknown_entries: leave entries not in their feature list out of lists and
+            vectors (Avro2TF's --discard-unknown-entries; scalars keep the unknown id).
         extra_columns: input columns written as they are beside the tensors (stored by their
             Arrow type, see `beam_tensorize.kernels.features.conversion.layout_for_column`).
         output_format: "tfrecord" (`tf.train.Example`s) or "parquet" (the same tensors as
@@ -149,20 +154,30 @@ class Tensorize(beam.PTransform):
             )
 
         def read(columns: list[str], reader=ReadTable):
-            return reader(list(spec.inputs), spec.input_format, columns, spec.batch_rows, spec.split_bytes)
+            return reader(
+                list(spec.inputs),
+                spec.input_format,
+                columns,
+                spec.batch_rows,
+                spec.split_bytes,
+                dead_letters=True,
+            )
 
-        batches = pbegin | "ReadInput" >> read(spec.input_columns)
+        read_input = pbegin | "ReadInput" >> read(spec.input_columns)
+        batches, unreadable = read_input[BATCHES], read_input[DEAD_LETTERS]
         if spec.execution_mode != "train":
-            return batches, None
+            return batches, None, unreadable
         listed = [t for t in spec.config.tensors if t.name in spec.feature_list_keys]
         if not listed:
-            return batches, pbegin | "NothingToCount" >> beam.Create([]).with_output_types(pa.RecordBatch)
+            nothing = pbegin | "NothingToCount" >> beam.Create([]).with_output_types(pa.RecordBatch)
+            return batches, nothing, unreadable
+        # The records the main read gives as dead letters are counted there; here they are
+        # only left out.
         counted = (
             pbegin
             | "ReadForFeatureLists" >> read(ExtractListTensors.list_columns(spec.config), _CountingRead)
-            | "ExtractListTensors" >> ExtractListTensors(spec.config)
-        )
-        return batches, counted
+        )[BATCHES] | "ExtractListTensors" >> ExtractListTensors(spec.config)
+        return batches, counted, unreadable
 
     def display_data(self) -> dict:
         spec = self.spec
@@ -185,8 +200,9 @@ class Tensorize(beam.PTransform):
         out, split, config = spec.output, spec.split, spec.config
         pipeline = pvalue.pipeline
         counted = None  # the batches feature lists are counted from, when not `batches`
+        unreadable = None  # the input records that did not decode
         if isinstance(pvalue, beam.pvalue.PBegin):
-            batches, counted = self._read_inputs(pvalue)
+            batches, counted, unreadable = self._read_inputs(pvalue)
         else:
             batches = pvalue
         hashed = (
@@ -198,7 +214,7 @@ class Tensorize(beam.PTransform):
         if spec.extra_columns:
             extra_stored = (
                 hashed
-                | "ExtraColumnTypes" >> beam.Map(extra_layouts, spec.extra_columns)
+                | "ExtraColumnTypes" >> beam.Map(extra_layouts, spec.extra_names)
                 | "OneLayoutEach" >> beam.CombineGlobally(first_layouts)
             )
         names = config.tensor_names
@@ -239,7 +255,8 @@ class Tensorize(beam.PTransform):
             lists = own
         encoded = (
             hashed
-            | "ApplyFeatureLists" >> ApplyFeatureLists(config, lists, spec.filter_zeros)
+            | "ApplyFeatureLists"
+            >> ApplyFeatureLists(config, lists, spec.filter_zeros, spec.discard_unknown_entries)
             | "EncodeExamples"
             >> EncodeExamples(config, keep_columns=spec.partition_by, output_format=spec.output_format)
         )
@@ -253,9 +270,10 @@ class Tensorize(beam.PTransform):
         # letters (so they are there to inspect even when the check fails the job), then
         # checks the bad-record ratio.
         good_counts = encoded.examples | "CountGood" >> beam.Map(lambda b: (0, (GOOD, b.num_rows)))
-        bad_lines = encoded.dead_letters | "DeadLetterJson" >> beam.Map(
-            lambda d: (0, (BAD, dead_letter_json(d)))
-        )
+        dead_letters = encoded.dead_letters
+        if unreadable is not None:
+            dead_letters = (unreadable, dead_letters) | "AllDeadLetters" >> beam.Flatten()
+        bad_lines = dead_letters | "DeadLetterJson" >> beam.Map(lambda d: (0, (BAD, dead_letter_json(d))))
         nothing = pipeline | "NoRecordsYet" >> beam.Create([(0, (GOOD, 0))])  # also for empty input
         counts = (
             (good_counts, bad_lines, nothing)
@@ -307,6 +325,13 @@ class Tensorize(beam.PTransform):
             spec.output_format,
             beam.pvalue.AsSingleton(previous) if appending else None,
         )
+        maxima = None  # train mode: the largest value of each integer tensor (Avro2TF's rule)
+        if spec.execution_mode == "train":
+            maxima = (
+                hashed
+                | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
+                | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
+            )
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
             out,
@@ -314,6 +339,9 @@ class Tensorize(beam.PTransform):
             feature_lists=lists,
             write_feature_lists=write_lists,
             extra_columns=extra_stored,
+            maxima=maxima,
+            add_to_recorded=appending,
+            discard_unknown=spec.discard_unknown_entries,
         )
         done = metadata | "WriteSuccess" >> beam.Map(
             write_success, out, split, beam.pvalue.AsSingleton(splits), beam.pvalue.AsSingleton(counts)
@@ -322,7 +350,7 @@ class Tensorize(beam.PTransform):
             lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
         )
         result = (done, untouched) | "Result" >> beam.Flatten()
-        return TensorizeOutputs(result=result, dead_letters=encoded.dead_letters)
+        return TensorizeOutputs(result=result, dead_letters=dead_letters)
 
 
 class _CountingRead(ReadTable):

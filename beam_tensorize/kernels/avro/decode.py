@@ -105,6 +105,8 @@ class Plan:
         options: dict[str, Any] = {}
         if any(has_member_unions(f.node) for f in selected):
             options = {"return_named_type": True, "return_named_type_override": True}
+        #: The writer schema as JSON (every named type defined once).
+        self.writer_json = writer
         self.read_record = functools.partial(
             fastavro.schemaless_reader,
             writer_schema=fastavro.parse_schema(writer),

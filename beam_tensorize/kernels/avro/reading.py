@@ -12,8 +12,9 @@ import pyarrow as pa
 from beam_tensorize.kernels.arrow_types import project_arrow_schema, resolve_column
 from beam_tensorize.kernels.avro.container import RawBlock, iter_blocks, read_header
 from beam_tensorize.kernels.avro.decode import decode_blocks, schema_key
+from beam_tensorize.kernels.avro.salvage import decode_blocks_salvaging
 from beam_tensorize.kernels.avro.types import avro_schema_to_arrow
-from beam_tensorize.kernels.provenance import with_source
+from beam_tensorize.kernels.provenance import with_gaps, with_source
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -86,7 +87,8 @@ def read_avro_range(
     start: int = 0,
     end: int | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
-) -> Iterator[pa.RecordBatch]:
+    dead_letters: bool = False,
+) -> Iterator[pa.RecordBatch | dict]:
     """Reads the blocks starting in ``[start, end)`` as batches of about `batch_rows` rows.
 
     Blocks are gathered until they hold `batch_rows` rows or more (a batch never spans two
@@ -102,9 +104,12 @@ def read_avro_range(
         start: first byte of the range (see :func:`iter_blocks`).
         end: end of the range (exclusive); None for the end of the file.
         batch_rows: rows to gather per batch.
+        dead_letters: give records that do not decode as dead-letter dicts (before the batch
+            their blocks' other records are in; see `salvage`) instead of failing.
 
     Raises:
-        AvroFormatError: the file is not valid Avro.
+        AvroFormatError: the file is not valid Avro (with `dead_letters`: only block-level
+            corruption).
         ValueError: a column is missing (the message names the file and its columns).
 
     Example::
@@ -115,13 +120,22 @@ def read_avro_range(
     """
     header = read_header(f, path)
     schema = _range_schema(schema_key(header), None if columns is None else tuple(columns), path)
+
+    def decoded(blocks: list[RawBlock]) -> Iterator[pa.RecordBatch | dict]:
+        if not dead_letters:
+            yield with_source(decode_blocks(blocks, header, schema, path), path, blocks[0].offset)
+            return
+        salvaged = decode_blocks_salvaging(blocks, header, schema, path)
+        yield from salvaged.dead_letters
+        yield with_gaps(with_source(salvaged.batch, path, blocks[0].offset), salvaged.gaps)
+
     pending: list[RawBlock] = []
     pending_rows = 0
     for block in iter_blocks(f, header, path, start, end):
         pending.append(block)
         pending_rows += block.count
         if pending_rows >= batch_rows:
-            yield with_source(decode_blocks(pending, header, schema, path), path, pending[0].offset)
+            yield from decoded(pending)
             pending, pending_rows = [], 0
     if pending_rows:
-        yield with_source(decode_blocks(pending, header, schema, path), path, pending[0].offset)
+        yield from decoded(pending)

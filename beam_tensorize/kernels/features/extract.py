@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
-from beam_tensorize.config.expr import Path, column_paths
+from beam_tensorize.config.expr import Expr, ExprError, Path, column_paths, parse_column_expr
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.features.expressions import ExpressionEvalError, evaluate
 from beam_tensorize.kernels.features.ntv import select_ntv
 from beam_tensorize.kernels.features.tokenize import tokenize
 
-__all__ = ["ExtractError", "extract_tensors", "input_columns"]
+__all__ = ["ExtractError", "extra_column", "extra_column_names", "extract_tensors", "input_columns"]
 
 
 class ExtractError(ValueError):
@@ -36,7 +36,8 @@ def extract_tensors(
         batch: input rows (e.g. decoded Avro records).
         tensors: the tensors to compute, in output order.
         extra_columns: input columns to keep as they are, after the tensors (Avro2TF's
-            extra columns to keep).
+            extra columns to keep): column names, or Spark SQL expressions with a name
+            (`words.term:terms`, see `extra_column`).
 
     Returns:
         A batch with one column per tensor, named by tensor, keeping `batch`'s schema metadata
@@ -62,14 +63,52 @@ def extract_tensors(
                 f"{tensor.json_path}.inputFeatureInfo ({tensor.name!r}): {what}: {err}"
             ) from err
     names = [t.name for t in tensors]
-    for name in extra_columns:
+    for spec in extra_columns:
+        name, expr = extra_column(spec)
         try:
-            columns.append(evaluate(Path((name,)), batch))
+            columns.append(evaluate(expr, batch))
         except ExpressionEvalError as err:
-            raise ExtractError(f"extra column {name!r}: {err}") from err
+            raise ExtractError(f"extra column {spec!r}: {err}") from err
         names.append(name)
     schema = pa.schema([pa.field(n, c.type) for n, c in zip(names, columns)])
     return pa.RecordBatch.from_arrays(columns, schema=schema.with_metadata(batch.schema.metadata))
+
+
+def extra_column(spec: str) -> tuple[str, Expr]:
+    """The name and the expression of an extra column to keep, given as Avro2TF does: a column
+    name (`review`), or `expression:name` (`words.term:terms`); an unnamed field access is
+    named by its last field, as Spark names it (`words.term` -> `term`).
+
+    Raises:
+        ValueError: more than one `:`, an empty side, an expression that does not parse, or an
+            unnamed expression that is not a column or field.
+
+    Example:
+        >>> extra_column("words.term:terms")
+        ('terms', Path(parts=('words', 'term')))
+        >>> extra_column("review")
+        ('review', Path(parts=('review',)))
+    """
+    text, colon, alias = spec.partition(":")
+    text, alias = text.strip(), alias.strip()
+    if colon and (not text or not alias or ":" in alias):
+        raise ValueError(f"extra column {spec!r}: give a column, or 'expression:name' with one ':'")
+    if not colon and not any(c in text for c in ".()[]` "):
+        return text, Path((text,))  # a plain column name, whatever characters it holds
+    try:
+        expr = parse_column_expr(text)
+    except ExprError as err:
+        raise ValueError(f"extra column {spec!r}: {err}") from None
+    if colon:
+        return alias, expr
+    if isinstance(expr, Path):
+        return expr.parts[-1], expr
+    raise ValueError(f"extra column {spec!r} is an expression: name it, e.g. '{text}:name'")
+
+
+def extra_column_names(extra_columns: Iterable[str]) -> tuple[str, ...]:
+    """The names the extra columns are written under (see `extra_column`)."""
+    return tuple(extra_column(spec)[0] for spec in extra_columns)
 
 
 def input_columns(tensors: Iterable[TensorConfig], extra_columns: Iterable[str] = ()) -> list[str]:
@@ -79,7 +118,9 @@ def input_columns(tensors: Iterable[TensorConfig], extra_columns: Iterable[str] 
     (`genreFeatures.term`), so the reader can leave the other fields out; a column read as a
     whole (NTV `columnConfig`, `size(x)`, an extra column) appears by its name.
     """
-    paths: set[tuple[str, ...]] = {(name,) for name in extra_columns}
+    paths: set[tuple[str, ...]] = set()
+    for spec in extra_columns:
+        paths.update(column_paths(extra_column(spec)[1]))
     for tensor in tensors:
         info = tensor.input
         if info.column_config is not None:

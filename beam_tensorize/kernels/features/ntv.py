@@ -26,7 +26,7 @@ from beam_tensorize.config.model import ALL_NAMES, NtvSelection
 from beam_tensorize.kernels.arrow_types import list_lengths
 from beam_tensorize.kernels.features.expressions import ExpressionEvalError, cast_like_spark
 
-__all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_triples", "select_ntv"]
+__all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_names_and_terms", "ntv_triples", "select_ntv"]
 
 #: Joins `name` and `term` into one NTV entry for feature lists and hashing (Avro2TF's form).
 NTV_SEPARATOR = ","
@@ -123,6 +123,17 @@ def ntv_triples(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     Raises:
         ExpressionEvalError: `ntv` is not a list of name/term/value records.
     """
+    row_of, name, term, values = _ntv_parts(ntv)
+    return row_of, pc.binary_join_element_wise(name, term, NTV_SEPARATOR), values
+
+
+def ntv_names_and_terms(ntv: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """The names and the terms of every record of an NTV column (as in `ntv_triples`)."""
+    _, name, term, _ = _ntv_parts(ntv)
+    return name, term
+
+
+def _ntv_parts(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
     item = getattr(ntv.type, "value_type", None)
     if item is None or not pa.types.is_struct(item) or {"name", "term", "value"} - {f.name for f in item}:
         raise ExpressionEvalError(
@@ -139,8 +150,7 @@ def ntv_triples(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
         values = values.cast(pa.float64()).fill_null(0.0)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         raise ExpressionEvalError(f"NTV value must be numeric, got {values.type}") from err
-    entries = pc.binary_join_element_wise(name, term, NTV_SEPARATOR)
-    return row_of, entries, np.asarray(values, dtype=np.float64)
+    return row_of, name, term, np.asarray(values, dtype=np.float64)
 
 
 def _as_text(values: pa.Array) -> pa.Array:

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -27,8 +28,8 @@ import pyarrow.compute as pc
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.arrow_types import list_offsets
 from beam_tensorize.kernels.features.columns import replace_tensor_columns
-from beam_tensorize.kernels.features.conversion import DENSE_VECTOR_KEY
-from beam_tensorize.kernels.features.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.features.conversion import DENSE_VECTOR_KEY, is_hashed_ntv
+from beam_tensorize.kernels.features.ntv import is_ntv, ntv_names_and_terms, ntv_triples
 from beam_tensorize.kernels.features.sparse import combine_sparse, drop_zeros, sparse_to_dense
 
 __all__ = [
@@ -91,18 +92,32 @@ def order_feature_list(
     return [entry for entry, _ in ordered]
 
 
-def lookup_ids(column: pa.Array, feature_list: Sequence[str] | pa.Array) -> pa.Array:
+def lookup_ids(
+    column: pa.Array, feature_list: Sequence[str] | pa.Array, discard_unknown: bool = False
+) -> pa.Array:
     """Replace strings by their feature-list index (unknown -> `len(feature_list)`), same nesting.
 
-    A null scalar gets the unknown index too; a null list stays an (empty) list.
+    A null scalar gets the unknown index too; a null list stays an (empty) list. With
+    `discard_unknown`, lists lose their unknown entries (scalars keep the unknown index: a
+    value cannot be left out of a scalar).
+
+    Example:
+        >>> lookup_ids(pa.array([["b", "zz", "a"]]), ["a", "b"], discard_unknown=True).to_pylist()
+        [[1, 0]]
     """
     vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         if pa.types.is_list(column.type):
             column = column.cast(pa.large_list(column.type.value_type))
-        ids = lookup_ids(column.flatten(), vocab)
+        offsets = list_offsets(column)
+        ids = lookup_ids(column.flatten(), vocab, discard_unknown)
+        if discard_unknown and not pa.types.is_list(ids.type) and not pa.types.is_large_list(ids.type):
+            known = np.asarray(ids) != len(vocab)
+            if not known.all():
+                kept = np.concatenate([[0], np.cumsum(known)])
+                offsets, ids = kept[np.asarray(offsets)], ids.filter(pa.array(known))
         mask = column.is_null() if column.null_count else None
-        return pa.LargeListArray.from_arrays(pa.array(list_offsets(column)), ids, mask=mask)
+        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), ids, mask=mask)
     found = pc.index_in(column.cast(pa.string()), vocab)
     return found.cast(pa.int64()).fill_null(len(vocab))
 
@@ -128,6 +143,10 @@ class FeatureList:
     entries: tuple[str, ...]
     counts: tuple[int, ...] | None = None
     ntv: bool = False
+    #: A list shared by NTV tensors (Avro2TF shares them by term): its entries are terms, and
+    #: this holds (tensor, the one NTV name it has) pairs; `lists_per_tensor` gives each such
+    #: tensor the entries `name,term`, so equal terms get equal ids.
+    names: tuple[tuple[str, str], ...] = ()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -181,6 +200,7 @@ def partial_counts(
     summed marker tells NTV lists from string lists.
     """
     names = set(batch.schema.names)
+    sharing = Counter(list_key.values())
     for tensor in tensors:
         if tensor.name not in list_key or tensor.name not in names:
             continue
@@ -188,7 +208,14 @@ def partial_counts(
         if not uses_feature_list(tensor, column.type):
             continue
         key = list_key[tensor.name]
-        yield (key, None), int(is_ntv(column.type))  # marks the list, and whether it is NTV
+        ntv = is_ntv(column.type)
+        yield (key, None), int(ntv)  # marks the list, and whether it is NTV
+        if ntv and sharing[key] > 1:
+            # Shared by term (Avro2TF): count terms; note the NTV names each tensor holds.
+            ntv_names, terms = ntv_names_and_terms(column)
+            yield from (((key, _name_mark(tensor.name, n)), 0) for n in pc.unique(ntv_names).to_pylist())
+            yield from (((key, term), count) for term, count in count_entries(terms).items())
+            continue
         yield from (((key, entry), count) for entry, count in count_entries(entries_of(column)).items())
 
 
@@ -224,16 +251,38 @@ def build_feature_list(counted: Iterable[tuple[str | None, int]], cap: int | Non
 
     Example:
         >>> build_feature_list([("a", 1), ("b", 3), (None, 0), ("c", 1)], cap=2)
-        FeatureList(entries=('b', 'a'), counts=(3, 1), ntv=False)
+        FeatureList(entries=('b', 'a'), counts=(3, 1), ntv=False, names=())
     """
     counts, ntv = {}, False
+    names: dict[str, set[str]] = {}
     for entry, count in counted:
         if entry is None:
             ntv = ntv or count > 0
+        elif entry.startswith(_NAME_MARK):
+            tensor, name = entry[1:].split(_NAME_MARK, 1)
+            names.setdefault(tensor, set()).add(name)
         else:
             counts[entry] = count
+    several = {tensor: sorted(found) for tensor, found in names.items() if len(found) > 1}
+    if several:
+        tensor, found = sorted(several.items())[0]
+        raise ValueError(
+            f"tensor {tensor!r} shares a feature list (--tensors_sharing_feature_lists) but its "
+            f"name-term-value records have several names ({', '.join(map(repr, found[:5]))}); NTV "
+            "tensors share lists by term, so each must hold one name across the data (as in "
+            "Avro2TF): split the tensor by name in its columnExpr, or do not share its list"
+        )
     entries = order_feature_list(counts, cap)
-    return FeatureList(tuple(entries), tuple(counts[e] for e in entries), ntv)
+    pairs = tuple(sorted((tensor, found.pop()) for tensor, found in names.items()))
+    return FeatureList(tuple(entries), tuple(counts[e] for e in entries), ntv, pairs)
+
+
+#: Marks the counting entries that carry an NTV name of a tensor sharing a list by term.
+_NAME_MARK = "\0"
+
+
+def _name_mark(tensor: str, name: str | None) -> str:
+    return f"{_NAME_MARK}{tensor}{_NAME_MARK}{'' if name is None else name}"
 
 
 def lists_per_tensor(
@@ -245,7 +294,22 @@ def lists_per_tensor(
         >>> lists_per_tensor({"a": FeatureList(("x",))}, {"a": "a", "b": "a", "c": "c"})["b"].entries
         ('x',)
     """
-    return {name: keyed_lists[key] for name, key in list_key.items() if key in keyed_lists}
+    tensors = {}
+    for name, key in list_key.items():
+        if key in keyed_lists:
+            tensors[name] = _list_of(keyed_lists[key], name)
+    return tensors
+
+
+def _list_of(shared: FeatureList, tensor: str) -> FeatureList:
+    """A tensor's own list from a list it shares: a list shared by term gives an NTV tensor
+    its entries as `name,term` (other tensors of the group: the plain terms)."""
+    if not shared.names:
+        return shared
+    name = dict(shared.names).get(tensor)
+    if name is None:
+        return FeatureList(shared.entries, shared.counts, False)
+    return FeatureList(tuple(f"{name},{term}" for term in shared.entries), shared.counts, True)
 
 
 def vocab_array(feature_list: FeatureList | Sequence[str] | pa.Array) -> pa.Array:
@@ -261,42 +325,68 @@ def apply_feature_lists(
     tensors: Sequence[TensorConfig],
     lists: Mapping[str, FeatureList | Sequence[str] | pa.Array],
     filter_zeros: bool = False,
+    discard_unknown: bool = False,
 ) -> pa.RecordBatch:
     """Replace text and NTV tensor columns by feature-list indices.
 
     Text becomes int64 indices (same nesting). NTV becomes a sparse vector
-    `struct<indices, values>` (repeated entries in a row summed, indices ascending; zero
-    values dropped with `filter_zeros`), or with `isSparse: false` a dense vector of
-    `len(list) + 1` values. Other columns pass through.
+    `struct<indices, values>` (repeated entries in a row summed, indices ascending; the records
+    of a row not in the list become one entry, the unknown id `len(list)` with the value 1, as
+    in Avro2TF; zero values dropped with `filter_zeros`), or with `isSparse: false` a dense
+    vector of `len(list) + 1` values. With `discard_unknown` (Avro2TF's
+    `--discard-unknown-entries`), entries not in the list are left out of lists and vectors
+    (dense vectors then have `len(list)` values); scalars keep the unknown id. With `filter_zeros`, the sparse vectors of hashed NTV tensors lose
+    their zero entries too (as Avro2TF filters every sparse vector). Other columns pass through.
 
     Raises:
         KeyError: a tensor needs a list that `lists` does not have.
     """
 
     def replace(tensor: TensorConfig, field: pa.Field, column: pa.Array):
+        if filter_zeros and is_hashed_ntv(tensor) and pa.types.is_struct(column.type):
+            sparse = pa.StructArray.from_arrays(list(drop_zeros(*column.flatten())), ["indices", "values"])
+            return pa.field(tensor.name, sparse.type), sparse
         if not uses_feature_list(tensor, column.type):
             return None
         if tensor.name not in lists:
             raise KeyError(f"no feature list for tensor {tensor.name!r}")
         vocab = vocab_array(lists[tensor.name])
         if is_ntv(column.type):
-            return _apply_ntv(tensor, column, vocab, filter_zeros)
-        ids = lookup_ids(column, vocab)
+            return _apply_ntv(tensor, column, vocab, filter_zeros, discard_unknown)
+        ids = lookup_ids(column, vocab, discard_unknown)
         return pa.field(tensor.name, ids.type), ids
 
     return replace_tensor_columns(batch, tensors, replace)
 
 
-def _apply_ntv(tensor, column, vocab, filter_zeros) -> tuple[pa.Field, pa.Array]:
-    row_of, ids, values = lookup_ntv(column, vocab)
+def _apply_ntv(tensor, column, vocab, filter_zeros, discard_unknown) -> tuple[pa.Field, pa.Array]:
+    row_of, ids, values = _known_or_one_unknown(*lookup_ntv(column, vocab), len(vocab), discard_unknown)
     indices, merged = combine_sparse(row_of, ids, values, len(column))
     if filter_zeros:
         indices, merged = drop_zeros(indices, merged)
     if tensor.output.is_sparse or tensor.output.dtype == "sparseVector":
         sparse = pa.StructArray.from_arrays([indices, merged], ["indices", "values"])
         return pa.field(tensor.name, sparse.type), sparse
-    dense = sparse_to_dense(indices, merged, len(vocab) + 1)
+    dense = sparse_to_dense(indices, merged, len(vocab) + (0 if discard_unknown else 1))
     return pa.field(tensor.name, dense.type, metadata={DENSE_VECTOR_KEY: b"1"}), dense
+
+
+def _known_or_one_unknown(
+    row_of: np.ndarray, ids: np.ndarray, values: np.ndarray, unknown_id: int, discard: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NTV records not in the list, as Avro2TF's FeatureIndicesConversion treats them: left
+    out (`discard`), else one entry per row with the unknown id and the value 1."""
+    unknown = ids == unknown_id
+    if not unknown.any():
+        return row_of, ids, values
+    keep = ~unknown
+    if not discard:
+        positions = np.flatnonzero(unknown)
+        first = positions[np.unique(row_of[positions], return_index=True)[1]]
+        keep[first] = True
+        values = values.copy()
+        values[first] = 1.0
+    return row_of[keep], ids[keep], values[keep]
 
 
 class FeatureListLookup:
@@ -318,7 +408,11 @@ class FeatureListLookup:
         self._vocab = {name: vocab_array(feature_list) for name, feature_list in lists.items()}
 
     def apply(
-        self, batch: pa.RecordBatch, tensors: Sequence[TensorConfig], filter_zeros: bool = False
+        self,
+        batch: pa.RecordBatch,
+        tensors: Sequence[TensorConfig],
+        filter_zeros: bool = False,
+        discard_unknown: bool = False,
     ) -> pa.RecordBatch:
         """`apply_feature_lists` with these lists.
 
@@ -326,7 +420,7 @@ class FeatureListLookup:
             ValueError: a tensor needs a list that is missing (the message says how to get it).
         """
         try:
-            return apply_feature_lists(batch, tensors, self._vocab, filter_zeros)
+            return apply_feature_lists(batch, tensors, self._vocab, filter_zeros, discard_unknown)
         except KeyError as err:
             raise ValueError(
                 f"{err.args[0]}: build it in train mode first, or give it as an external feature list"

@@ -32,6 +32,13 @@ class AvroFormat(InputFormat):
     magic = avro.MAGIC
     name, kind = "avro", "Avro"
 
+    def __init__(self, dead_letters: bool = False):
+        #: Whether records that do not decode come as dead letters (see `with_dead_letters`).
+        self.dead_letters = dead_letters
+
+    def with_dead_letters(self) -> AvroFormat:
+        return AvroFormat(dead_letters=True)
+
     def plan_splits(self, f: BinaryIO | None, path: str, size: int, split_bytes: int) -> list[Split]:
         return [Split(path, start, end) for start, end in avro.split_ranges(size, split_bytes)]
 
@@ -45,4 +52,6 @@ class AvroFormat(InputFormat):
         columns: Sequence[str] | None = None,
         batch_rows: int = DEFAULT_BATCH_ROWS,
     ) -> Iterator[pa.RecordBatch]:
-        return avro.read_avro_range(f, split.path, columns, split.start, split.end, batch_rows)
+        return avro.read_avro_range(
+            f, split.path, columns, split.start, split.end, batch_rows, dead_letters=self.dead_letters
+        )

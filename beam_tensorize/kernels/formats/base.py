@@ -110,6 +110,12 @@ class InputFormat:
     #: "offset", "reason"}`) beside the batches instead of raising.
     dead_letters: bool = False
 
+    def with_dead_letters(self) -> InputFormat:
+        """This format giving bad records as dead letters where it can tell them apart from
+        the rest of the file (Avro: records that do not decode); by default itself (formats
+        whose errors are all file-level, or that take their own option, as TFRecord)."""
+        return self
+
     def read_split(
         self,
         f: BinaryIO,
