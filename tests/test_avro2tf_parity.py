@@ -139,7 +139,10 @@ def test_extra_columns_as_expressions_with_aliases(tmp_path, capsys):
 
     out = tmp_path / "out"
     args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out), "--quiet"]
-    assert main([*args, "--extra_columns_to_keep", "userId:user, genreFeatures.term:terms,genreFeatures.name"]) == 0
+    assert (
+        main([*args, "--extra_columns_to_keep", "userId:user, genreFeatures.term:terms,genreFeatures.name"])
+        == 0
+    )
     with open(SAMPLE_AVRO, "rb") as f:
         rows = list(fastavro.reader(f))
     records = [
