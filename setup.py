@@ -46,7 +46,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["beam_tensorize", "beam_tensorize.*", "pipelines"]),
-    package_data={"beam_tensorize": ["py.typed", "sample/*"]},
+    package_data={"beam_tensorize": ["py.typed", "sample/*", "kernels/features/stopwords/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     entry_points={

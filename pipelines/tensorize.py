@@ -45,6 +45,7 @@ from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.progress import PROGRESS_ENV, ProgressReporter, format_rate, read_progress
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
+from pipelines import avro2tf_flags
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
@@ -293,7 +294,9 @@ def _print_help() -> None:
         "driven by an Avro2TF-compatible config.",
         epilog="All standard Apache Beam pipeline flags are accepted too, e.g. --runner "
         "DirectRunner|DataflowRunner|FlinkRunner|SparkRunner|PortableRunner, "
-        "--direct_running_mode multi_processing --direct_num_workers 2, --temp_location.",
+        "--direct_running_mode multi_processing --direct_num_workers 2, --temp_location. "
+        "Avro2TF's flags (--input-paths, --working-dir, --avro2tf-config-path, --execution-mode, "
+        "...) are accepted as aliases: see docs/migrating-from-avro2tf.md.",
     )
     TensorizeOptions._add_argparse_args(parser)
     parser.print_help()
@@ -435,10 +438,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_help()
         return 0
     try:
-        verbose = _check_our_flags(argv).verbose
+        argv, notes = avro2tf_flags.translate(argv)
+        ours = _check_our_flags(argv)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    verbose = ours.verbose
+    if not ours.quiet:
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     log_path = _configure_logging(verbose)
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)

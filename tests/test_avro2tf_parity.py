@@ -165,3 +165,28 @@ def test_extra_columns_as_expressions_with_aliases(tmp_path, capsys):
     ]:
         assert main([*args, "--extra_columns_to_keep", value, "--save_mode", "overwrite"]) == 2
         assert f"error: {message}" in capsys.readouterr().err
+
+
+def test_avro2tf_flag_names_run_the_same_job(tmp_path, capsys):
+    """Avro2TF's hyphenated flags are aliases; flags meaningless on Beam give a note; flags
+    of features not built yet are refused in one line."""
+    from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO
+    from tests.test_scale import _tree
+
+    ours = ["--input", SAMPLE_AVRO, "--output", str(tmp_path / "ours"), "--config", AVRO2TF_CONFIG,
+            "--execution_mode", "train", "--filter_zeros", "--quiet"]  # fmt: skip
+    theirs = ["--input-paths", SAMPLE_AVRO, "--working-dir", str(tmp_path / "theirs"),
+              f"--avro2tf-config-path={AVRO2TF_CONFIG}", "--execution-mode", "training",
+              "--enable-filter-zero", "true", "--enable-cache", "true", "--min-parts", "10",
+              "--num-output-files", "-1"]  # fmt: skip
+    assert main(ours) == 0
+    capsys.readouterr()
+    assert main(theirs) == 0
+    err = capsys.readouterr().err
+    assert "note: --enable-cache: Beam does not cache" in err and "note: --min-parts: Beam plans" in err
+    assert _tree(tmp_path / "theirs") == _tree(tmp_path / "ours")
+    assert main([*theirs, "--shuffle", "true"]) == 2
+    assert (
+        "error: Avro2TF's --shuffle is not supported yet; see docs/migrating-from-avro2tf.md for what to do instead"
+        in capsys.readouterr().err
+    )

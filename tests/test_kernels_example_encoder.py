@@ -65,11 +65,13 @@ def reference(batch: pa.RecordBatch) -> list[bytes]:
     out = []
     for row in batch.to_pylist():
         example = tf.train.Example()
+        if row:
+            example.features.SetInParent()
         for name, value in row.items():
+            if value is None:  # a null is left out (Spark-TFRecord's rule)
+                continue
             values_list = getattr(example.features.feature[name], kinds[name])
             values_list.SetInParent()
-            if value is None:
-                continue
             values = value if is_list[name] else [value]
             if kinds[name] == "int64_list":
                 values_list.value.extend(int(v) for v in values)
@@ -267,11 +269,15 @@ def test_empty_strings_empty_lists_and_nulls():
         null_scalar=pa.array([None, None, None], pa.float64()),
     )
     encoded = assert_matches_protobuf(batch)
-    # A null list is written as the feature with an empty list of its kind.
+    # A null is left out (Spark-TFRecord's rule); an empty list is an empty list of its kind.
     parsed = tf.train.Example.FromString(encoded[1].as_py())
-    assert parsed.features.feature["li"].WhichOneof("kind") == "int64_list"
+    assert sorted(parsed.features.feature) == ["lf", "ls"]
     assert parsed.features.feature["lf"].WhichOneof("kind") == "float_list"
-    assert parsed.features.feature["null_scalar"].WhichOneof("kind") == "float_list"
+    # With omit_nulls=False a null is written as an empty list of its kind.
+    kept = tf.train.Example.FromString(encode_examples(batch, omit_nulls=False)[1].as_py())
+    assert sorted(kept.features.feature) == ["all_null", "lf", "li", "ls", "null_scalar", "s"]
+    assert kept.features.feature["li"].WhichOneof("kind") == "int64_list"
+    assert kept.features.feature["null_scalar"].WhichOneof("kind") == "float_list"
 
 
 def test_null_list_backed_by_values_is_empty():
@@ -404,6 +410,7 @@ def test_parse_example_reads_encoder_output():
 
 
 def test_same_protos_as_tfx_bsl_encoder_except_null_lists():
+    """tfx_bsl writes a null list as a Feature with no list at all; we leave it out."""
     from tfx_bsl.coders.example_coder import RecordBatchToExamplesEncoder
 
     batch = batch_of(
@@ -414,12 +421,10 @@ def test_same_protos_as_tfx_bsl_encoder_except_null_lists():
     ours = [tf.train.Example.FromString(r) for r in encode_examples(batch).to_pylist()]
     theirs = [tf.train.Example.FromString(r) for r in RecordBatchToExamplesEncoder().encode(batch)]
     assert ours[0] == theirs[0]
-    # tfx_bsl writes a null list as a Feature with no list at all; we write an
-    # empty list of the column's kind (so the feature keeps its type).
     for row, key in [(1, "a"), (2, "b"), (2, "c")]:
         assert theirs[row].features.feature[key].WhichOneof("kind") is None
-        assert ours[row].features.feature[key].WhichOneof("kind") is not None
-        ours[row].features.feature[key].Clear()
+        assert key not in ours[row].features.feature
+        del theirs[row].features.feature[key]
     assert ours == theirs
 
 
@@ -510,3 +515,31 @@ def random_batches(draw):
 @given(random_batches())
 def test_random_batches_match_deterministic_protobuf(batch):
     assert encode_examples(batch).to_pylist() == reference(batch)
+
+
+def test_a_null_is_left_out_so_fixed_len_features_take_their_default():
+    """Spark-TFRecord leaves null fields out of the Example; TensorFlow's FixedLenFeature
+    then gives its default_value (an empty list would fail the parse)."""
+    batch = batch_of(x=pa.array([1.5, None], pa.float64()), ids=pa.array([[1, 2], None]))
+    parsed = tf.io.parse_example(
+        encode_examples(batch).to_pylist(),
+        {
+            "x": tf.io.FixedLenFeature([], tf.float32, default_value=-1.0),
+            "ids": tf.io.FixedLenFeature([2], tf.int64, default_value=[0, 0]),
+        },
+    )
+    assert parsed["x"].numpy().tolist() == [1.5, -1.0]
+    assert parsed["ids"].numpy().tolist() == [[1, 2], [0, 0]]
+
+
+def test_a_null_feature_list_and_context_value_are_left_out_of_sequence_examples():
+    from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
+
+    batch = batch_of(
+        id=pa.array([7, None]), steps=pa.array([[[1], [2, 3]], None], pa.list_(pa.list_(pa.int64())))
+    )
+    first, second = (
+        tf.train.SequenceExample.FromString(r) for r in encode_sequence_examples(batch).to_pylist()
+    )
+    assert list(first.context.feature) == ["id"] and list(first.feature_lists.feature_list) == ["steps"]
+    assert not second.context.feature and not second.feature_lists.feature_list

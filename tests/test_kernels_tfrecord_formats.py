@@ -220,7 +220,7 @@ def test_decode_with_a_schema_gives_scalars_lists_and_nulls():
     assert batch.schema == schema
     assert batch.to_pydict() == {
         "i": [1, None],
-        "f": [[0.5, 1.5], []],  # a null list is written as an empty list
+        "f": [[0.5, 1.5], None],  # a null list is left out, so it reads back as null
         "s": ["a", "b"],
         "b": [b"\xff", b"\x00"],
         "gone": [None, None],
@@ -233,8 +233,9 @@ def test_decode_errors_name_the_place_the_feature_and_the_record():
         RecordError, match=r"part-0: record 1: feature 'x' holds 2 values; the schema says a scalar"
     ):
         decode_records(records, pa.schema([("x", pa.int64())]), where="part-0")
-    with pytest.raises(RecordError, match="feature 'x' holds int64 values; the schema says string"):
-        decode_records(records, pa.schema([("x", pa.string())]))
+    floats = _records(x=[[0.5], [1.5]])
+    with pytest.raises(RecordError, match="feature 'x' holds float values; the schema says int64"):
+        decode_records(floats, pa.schema([("x", pa.int64())]))
     with pytest.raises(RecordError, match="feature 'b' cannot be read as string"):
         decode_records(_records(b=[b"\xff"]), pa.schema([("b", pa.string())]))
     bad = []
@@ -245,8 +246,8 @@ def test_decode_errors_name_the_place_the_feature_and_the_record():
     )
     assert batch.to_pydict() == {"x": [[1], [1]]}
     assert bad[0][0] == 1 and bad[0][1].startswith("records: record 1: not a valid Example")
-    with pytest.raises(RecordError, match=r"f\.tfrecord: record 41: feature 'x' holds int64 values"):
-        decode_records(records[1:], pa.schema([("x", pa.string())]), where="f.tfrecord", first_index=41)
+    with pytest.raises(RecordError, match=r"f\.tfrecord: record 41: feature 'x' holds float values"):
+        decode_records(floats[1:], pa.schema([("x", pa.int64())]), where="f.tfrecord", first_index=41)
 
 
 def test_sequence_examples_decode_to_lists_of_lists():
@@ -270,7 +271,7 @@ def test_inference_rules_over_mixed_files():
     assert inference.schema() == pa.schema(
         [
             ("id", pa.int64()),
-            ("maybe", pa.list_(pa.int64())),  # only empty lists: a list of its kind
+            ("maybe", pa.null()),  # only empty lists: null (Spark-TFRecord's NullType)
             ("only_one", pa.string()),
             ("raw", pa.binary()),
             ("score", pa.float32()),
@@ -280,16 +281,31 @@ def test_inference_rules_over_mixed_files():
     assert inference.report().splitlines() == [
         "3 records sampled, 6 features:",
         "  id: int64 (in 3 records, at most 1 values)",
-        "  maybe: list<item: int64> (in 1 records, at most 0 values)",
+        "  maybe: null (in 1 records, at most 0 values)",
         "  only_one: string (in 1 records, at most 1 values)",
         "  raw: binary (in 2 records, at most 1 values)",
         "  score: float (in 1 records, at most 1 values)",
         "  tags: list<item: string> (in 2 records, at most 2 values)",
     ]
-    conflicting = SchemaInference()
-    conflicting.observe(_records(id=[1]) + _records(id=["x"]))
-    with pytest.raises(ValueError, match="feature 'id' holds bytes and int64 values in different records"):
-        conflicting.schema()
+    # Kinds mixed across records widen as Spark-TFRecord's inference does: int64 -> float ->
+    # string; the records then read into the widened type (numbers as Java prints them).
+    empty = encode_examples(
+        pa.RecordBatch.from_pydict({"s": ["x"], "e": pa.array([[]], pa.list_(pa.int64()))})
+    )
+    mixed = _records(n=[1]) + _records(n=[0.5]) + _records(n=[2.0], s=[3]) + empty.to_pylist()
+    widened = SchemaInference()
+    widened.observe(mixed)
+    schema = widened.schema()
+    assert schema == pa.schema([("e", pa.null()), ("n", pa.float32()), ("s", pa.string())])
+    assert decode_records(mixed, schema).to_pydict() == {
+        "e": [None] * 4,
+        "n": [1.0, 0.5, 2.0, None],
+        "s": [None, None, "3", "x"],
+    }
+    floats_as_text = decode_records(_records(f=[1.0]) + _records(f=[0.25]), pa.schema([("f", pa.string())]))
+    assert floats_as_text.column("f").to_pylist() == ["1.0", "0.25"]
+    with pytest.raises(RecordError, match="feature 'e' holds values, but the schema says null"):
+        decode_records(_records(e=[[1]]), schema)
 
 
 def test_byte_arrays_are_read_as_they_are():
@@ -319,7 +335,24 @@ def test_feature_list_int64_values_keep_all_64_bits():
     records = encode_sequence_examples(batch).to_pylist()
     schema = pa.schema([("steps", pa.list_(pa.list_(pa.int64())))])
     assert decode_records(records, schema, "SequenceExample").to_pydict() == {
-        "steps": [[[2**31, 2**40, -(2**63)]], []]
+        "steps": [[[2**31, 2**40, -(2**63)]], None]  # a null feature list is left out
     }
     with pytest.raises(RecordError, match="record 0: not a valid SequenceExample"):
         raw_decode([b"\x12\x05\x0a\x09"], "SequenceExample")
+
+
+def test_a_feature_list_of_mixed_kinds_names_the_feature_the_kinds_and_the_record():
+    import tensorflow as tf
+
+    good = tf.train.SequenceExample()
+    good.feature_lists.feature_list["steps"].feature.add().int64_list.value.append(1)
+    mixed = tf.train.SequenceExample()
+    steps = mixed.feature_lists.feature_list["steps"]
+    steps.feature.add().int64_list.value.extend([1, 2])
+    steps.feature.add().float_list.value.append(0.5)
+    with pytest.raises(RecordError) as err:
+        raw_decode([good.SerializeToString(), mixed.SerializeToString()], "SequenceExample")
+    assert str(err.value) == (
+        "records: record 1: feature list 'steps' holds values of different kinds (int64_list and "
+        "float_list); every step of a feature list must have one kind"
+    )

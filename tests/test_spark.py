@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -635,3 +636,98 @@ def test_shared_ntv_lists_by_term_discarded_unknowns_and_integer_maxima_as_the_c
     metadata = _metadata(tmp_path / "beam")
     by_name = {t["name"]: t for t in metadata["features"]}
     assert by_name["v2"]["shape"] == [5] and by_name["numGenres"]["numUniqueValues"] >= 1
+
+
+def test_tfrecord_source_codec_option_and_unknown_options(spark, tmp_path):
+    """Spark-TFRecord's `codec` takes Hadoop codec class names; a codec TensorFlow cannot
+    read, and an option the source does not know, are errors rather than ignored."""
+    import tensorflow as tf
+
+    register_data_sources(spark)
+    df = spark.createDataFrame([(1, "a"), (2, None)], "id long, name string").coalesce(1)
+    out = str(tmp_path / "gz")
+    df.write.format("tfrecord").mode("overwrite").option(
+        "codec", "org.apache.hadoop.io.compress.GzipCodec"
+    ).save(out)
+    (name,) = [n for n in _tree(out) if n.startswith("part-")]
+    assert name == "part-00000-of-00001.tfrecord.gz"
+    records = [
+        tf.train.Example.FromString(r.numpy())
+        for r in tf.data.TFRecordDataset(os.path.join(out, name), "GZIP")
+    ]
+    assert [sorted(e.features.feature) for e in records] == [["id", "name"], ["id"]]  # the null is left out
+    assert sorted(tuple(r) for r in spark.read.format("tfrecord").load(out).collect()) == [
+        (1, "a"),
+        (2, None),
+    ]
+
+    for option, value, message in [
+        (
+            "codec",
+            "org.apache.hadoop.io.compress.SnappyCodec",
+            "is not supported: TensorFlow reads only GZIP",
+        ),
+        ("codec", "lzo", "option codec 'lzo' is not a known codec"),
+        ("recordTyp", "Example", "unknown option(s) recordtyp when writing"),
+    ]:
+        with pytest.raises(Exception, match=re.escape(message)):
+            df.write.format("tfrecord").mode("overwrite").option(option, value).save(str(tmp_path / "x"))
+    with pytest.raises(Exception, match=re.escape("unknown option(s) codec when reading")):
+        spark.read.format("tfrecord").option("codec", "gzip").load(out).collect()
+
+
+def test_tfrecord_source_decimals_and_an_unsupported_type_without_rows(spark, tmp_path):
+    """Spark-TFRecord writes DecimalType as a FloatList (scalar, array, array of arrays) and
+    reads it back into the decimal column of a given schema; a type it cannot write fails
+    even when the DataFrame has no rows."""
+    from decimal import Decimal
+
+    import tensorflow as tf
+
+    register_data_sources(spark)
+    schema = "d decimal(6,2), ds array<decimal(6,2)>"
+    df = spark.createDataFrame([(Decimal("1.25"), [Decimal("0.50"), Decimal("2.00")]), (None, [])], schema)
+    out = str(tmp_path / "dec")
+    df.coalesce(1).write.format("tfrecord").mode("overwrite").save(out)
+    (name,) = [n for n in _tree(out) if n.startswith("part-")]
+    first = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(os.path.join(out, name)))).numpy())
+    assert list(first.features.feature["d"].float_list.value) == [1.25]
+    back = spark.read.format("tfrecord").schema(schema).load(out)
+    assert sorted(back.collect(), key=str) == sorted(df.collect(), key=str)
+
+    nested = "id long, steps array<array<decimal(6,2)>>"
+    seq = spark.createDataFrame([(1, [[Decimal("1.50")], [Decimal("2.25"), Decimal("3.00")]])], nested)
+    seq_out = str(tmp_path / "seq")
+    seq.write.format("tfrecord").mode("overwrite").option("recordType", "SequenceExample").save(seq_out)
+    read = spark.read.format("tfrecord").option("recordType", "SequenceExample").schema(nested).load(seq_out)
+    assert [tuple(r) for r in read.collect()] == [tuple(r) for r in seq.collect()]
+
+    empty = spark.createDataFrame([], "id long, pos struct<x: int, y: int>")
+    with pytest.raises(Exception, match=re.escape("tfrecord: cannot write Example records: column 'pos'")):
+        empty.write.format("tfrecord").mode("overwrite").save(str(tmp_path / "never"))
+    assert not (tmp_path / "never").exists()
+
+
+def test_tokenization_gives_spark_ml_s_tokens_as_avro2tf_does(spark):
+    """Avro2TF tokenizes with Spark ML's RegexTokenizer (pattern \\W) and StopWordsRemover;
+    our kernel gives the same tokens on the same text, stop words removed or not."""
+    from pyspark.ml.feature import RegexTokenizer, StopWordsRemover
+
+    from beam_tensorize.kernels.features.tokenize import ENGLISH_STOP_WORDS, tokenize
+
+    texts = [
+        "The Matrix (1999) would've been THE best!",
+        "Café naïve Ünïcode_word and snake_case-words; won't d ll re ve won",
+        "  leading and trailing   ",
+        "",
+        "It's 3.14 o'clock, isn't it? Who'd've thought",
+        "Straße ΣΟΦΙΑ ﬁ ligature, tab\there\nnewline",
+    ]
+    df = spark.createDataFrame([(t,) for t in texts], "text string")
+    tokens = RegexTokenizer(inputCol="text", outputCol="tokens", pattern="\\W").transform(df)
+    removed = StopWordsRemover(inputCol="tokens", outputCol="kept").transform(tokens)
+    rows = removed.collect()
+    assert set(StopWordsRemover.loadDefaultStopWords("english")) == ENGLISH_STOP_WORDS
+    column = pa.array(texts)
+    assert tokenize(column).to_pylist() == [list(r.tokens) for r in rows]
+    assert tokenize(column, remove_stop_words=True).to_pylist() == [list(r.kept) for r in rows]

@@ -116,7 +116,8 @@ def test_partitioned_layout_escaping_nulls_and_records_without_partition_columns
         for e in _examples(tmp_path / "country=NL/day=1" / f)
     ]
     assert sorted(_feature(e, "value")[0] for e in nl) == [1.5, 4.5]
-    assert all(set(e.features.feature) == {"tags", "value"} for e in nl)
+    # Partition columns are left out of the records, and so is a null (Spark-TFRecord's rule).
+    assert sorted(sorted(e.features.feature) for e in nl) == [["tags", "value"], ["value"]]
     escaped = _examples(tmp_path / "country=a%2Fb%3Dc%25/day=2/part-00000-of-00002.tfrecord")
     assert [_feature(e, "value") for e in escaped] == [[2.5]]
 
@@ -136,7 +137,7 @@ def test_read_back_a_partitioned_folder_with_typed_partition_columns(tmp_path):
         {"tags": ["x"], "value": 1.5, "country": "NL", "day": 1},
         {"tags": [], "value": 2.5, "country": "a/b=c%", "day": 2},
         {"tags": ["y", "z"], "value": 3.5, "country": None, "day": 1},
-        {"tags": [], "value": 4.5, "country": "NL", "day": 1},  # a null list is written empty
+        {"tags": None, "value": 4.5, "country": "NL", "day": 1},  # a null is left out: null again
         {"tags": ["w"], "value": 5.5, "country": None, "day": 2},  # "" and null share a folder
     ]
     given = pa.schema([("value", pa.float64()), ("day", pa.string())])
@@ -370,17 +371,16 @@ def test_schema_inference_on_mixed_files_reports_the_features(tmp_path):
         {"id": 2, "score": None, "tags": ["b", "c"]},
         {"id": 3, "score": 0.5, "tags": None},
     ]
-    # A bounded sample: one record of each file.
-    sampled = infer_tfrecord_schema(
-        [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord.gz")], sample_records=2
-    )
-    assert sampled.records == 2
-    assert sampled.schema().field("tags").type == pa.string()  # only ["a"] was seen
-    assert infer_tfrecord_schema([str(tmp_path / "a.tfrecord")], sample_records=None).records == 2
-    # The cap holds across the chunks the sample is decoded in (4096 records each).
-    many = encode_examples(pa.RecordBatch.from_pydict({"id": list(range(5000))}))
+    # A bounded sample: the whole first file (a feature that first appears late in it is
+    # seen), then ceil(2 / 3) = 1 record of each later file.
+    many = encode_examples(pa.RecordBatch.from_pydict({"id": list(range(5000)), "late": [None] * 4999 + [7]}))
     (tmp_path / "many.tfrecord").write_bytes(frame_records(many))
-    assert infer_tfrecord_schema([str(tmp_path / "many.tfrecord")], sample_records=4500).records == 4500
+    files = [str(tmp_path / name) for name in ("many.tfrecord", "a.tfrecord", "b.tfrecord.gz")]
+    sampled = infer_tfrecord_schema(files, sample_records=2)
+    assert sampled.records == 5002
+    assert sampled.schema().field("late").type == pa.int64()
+    assert sampled.schema().field("tags").type == pa.string()  # only ["a"] of a.tfrecord was seen
+    assert infer_tfrecord_schema(files, sample_records=None).records == 5003
 
 
 def test_read_errors_name_the_path(tmp_path):
@@ -421,11 +421,16 @@ def _batches(draw):
             data = draw(st.lists(st.none() | values, min_size=rows, max_size=rows))
         elif nesting == 1:
             typ = pa.list_(typ)
-            data = draw(st.lists(st.lists(values, max_size=3), min_size=rows, max_size=rows))
+            # A null list is left out of its record and reads back null; [] stays [].
+            data = draw(st.lists(st.none() | st.lists(values, max_size=3), min_size=rows, max_size=rows))
         else:
             typ = pa.list_(pa.list_(typ))
             data = draw(
-                st.lists(st.lists(st.lists(values, max_size=2), max_size=3), min_size=rows, max_size=rows)
+                st.lists(
+                    st.none() | st.lists(st.lists(values, max_size=2), max_size=3),
+                    min_size=rows,
+                    max_size=rows,
+                )
             )
         columns[f"c{i}_{kind}"] = pa.array(data, typ)
     return pa.RecordBatch.from_pydict(columns)

@@ -107,9 +107,10 @@ def infer_tfrecord_schema(
 ) -> SchemaInference:
     """Reads a sample of records and infers their schema (see `SchemaInference.schema()`).
 
-    The sample takes up to `ceil(sample_records / number of files)` records from each file, in
-    file order, until `sample_records` are read (so mixed files all contribute); None reads
-    every record.
+    The sample is every record of the first file (Spark-TFRecord infers from every record;
+    a feature that first appears late in a file is still seen), then up to
+    `ceil(sample_records / number of files)` records of each later file (so mixed files all
+    contribute); None reads every record of every file.
 
     Example:
         >>> import apache_beam as beam, pyarrow as pa
@@ -125,11 +126,9 @@ def infer_tfrecord_schema(
     files = list(files)
     inference = SchemaInference(record_type)
     per_file = None if sample_records is None else max(1, math.ceil(sample_records / max(1, len(files))))
-    for path in files:
-        if sample_records is not None and inference.records >= sample_records:
-            break
+    for index, path in enumerate(files):
         records = _open_records(path, compression, verify_crc)
-        if per_file is not None:
+        if per_file is not None and index > 0:
             records = itertools.islice(records, per_file)
         chunk = []
         for record in records:

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 
 def lowered(options: Mapping) -> dict[str, str]:
     """The options with lower-case names (Spark matches option names case-insensitively)."""
     return {str(name).lower(): value for name, value in dict(options).items()}
+
+
+def check_known(opts: Mapping[str, str], known: Iterable[str], source: str, doing: str) -> None:
+    """Refuse options that are not in `known` (lower case), naming them and the known ones.
+
+    Raises:
+        ValueError: an unknown option (a misspelling would otherwise be ignored silently).
+    """
+    known = set(known) | _SPARK_OPTIONS
+    unknown = sorted(name for name in opts if name not in known)
+    if unknown:
+        raise ValueError(
+            f"{source}: unknown option(s) {', '.join(unknown)} when {doing}; the options are: "
+            f"{', '.join(sorted(known - _SPARK_OPTIONS))}"
+        )
+
+
+#: Options Spark itself passes to a data source.
+_SPARK_OPTIONS = {"path", "paths"}
 
 
 def positive(opts: Mapping[str, str], name: str, default: int, source: str) -> int:

@@ -44,7 +44,7 @@ from beam_tensorize.kernels.shards import serialize_records
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
 from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
 from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS, compressed_writer, write_tfrecords
-from beam_tensorize.spark._options import flag, lowered, positive
+from beam_tensorize.spark._options import check_known, flag, lowered, positive
 
 __all__ = ["TFRECORD_FORMAT", "TFRecordDataSource"]
 
@@ -68,14 +68,18 @@ class TFRecordDataSource(DataSource):
 
     Writing (`df.write.format("tfrecord").mode("overwrite").save(path)`): one file per Spark
     partition (per partition folder), `part-0000i-of-0000N.tfrecord[.gz|.zlib]`, written into
-    `<path>/_temporary/` and moved into place when every task succeeded, then `_SUCCESS`.
+    `<path>/_temporary/` and moved into place when every task succeeded, then `_SUCCESS`. A
+    null value is left out of its Example / SequenceExample (Spark-TFRecord's rule).
     Options: `recordType` (default `Example`; `ByteArray` writes `recordColumn` or the only
-    column), `compression` (`none`, `gzip`, `zlib`), `partition_by` (comma-separated columns,
+    column), `compression` (`none`, `gzip`, `zlib`) or Spark-TFRecord's `codec` (Hadoop codec
+    class names `org.apache.hadoop.io.compress.GzipCodec` / `DefaultCodec` / `DeflateCodec`, or
+    `gzip`, `deflate`, `none`; other codecs are refused: TensorFlow reads only GZIP and ZLIB
+    files), `partition_by` (comma-separated columns,
     outermost first: Spark does not pass `partitionBy(...)` to Python data sources),
     `saveMode`. Spark lets Python data sources be written only in its `append` and
     `overwrite` modes, which select the save mode of the same name; `saveMode` (any of
     `WriteTFRecord`'s: `error`, `overwrite`, `overwrite_partitions`, `append`, `ignore`)
-    takes precedence.
+    takes precedence. An option the source does not know is an error, not silently ignored.
 
     Example::
 
@@ -110,6 +114,7 @@ class TFRecordDataSource(DataSource):
         """The Beam read of the files (checks the options and files, infers the schema) and
         how to read each file into `schema` (default: the inferred one)."""
         opts = self._opts
+        check_known(opts, _READ_OPTIONS, TFRECORD_FORMAT, "reading")
         sample = opts.get("infersamplerecords", "1000")
         compression = opts.get("compression", "auto")
         verify_crc = flag(opts, "verifyCrc", True, TFRECORD_FORMAT)
@@ -150,7 +155,67 @@ class TFRecordDataSource(DataSource):
         return _TFRecordReader(self, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-        return _TFRecordWriter(self, overwrite)
+        writer = _TFRecordWriter(self, overwrite)
+        writer.check_schema(to_arrow_schema(schema, timezone="UTC"))
+        return writer
+
+
+_READ_OPTIONS = {"recordtype", "compression", "verifycrc", "infersamplerecords", "batchrows"}
+_WRITE_OPTIONS = {
+    "recordtype",
+    "compression",
+    "codec",
+    "partition_by",
+    "partitionby",
+    "savemode",
+    "recordcolumn",
+}
+
+#: Spark-TFRecord's `codec` values (Hadoop codec classes, Spark's short names) -> compression.
+_CODECS = {
+    "org.apache.hadoop.io.compress.gzipcodec": "gzip",
+    "gzip": "gzip",
+    "org.apache.hadoop.io.compress.defaultcodec": "zlib",
+    "org.apache.hadoop.io.compress.deflatecodec": "zlib",
+    "deflate": "zlib",
+    "none": "none",
+    "uncompressed": "none",
+}
+_OTHER_CODECS = {
+    "org.apache.hadoop.io.compress.bzip2codec", "bzip2",
+    "org.apache.hadoop.io.compress.snappycodec", "snappy",
+    "org.apache.hadoop.io.compress.lz4codec", "lz4",
+    "org.apache.hadoop.io.compress.zstandardcodec", "zstd",
+}  # fmt: skip
+
+
+def _write_compression(opts: dict[str, str]) -> str:
+    """The compression a write asks for: `compression`, or Spark-TFRecord's `codec`.
+
+    Raises:
+        ValueError: an unknown codec, one TensorFlow cannot read, or a codec that disagrees
+            with `compression`.
+    """
+    codec = opts.get("codec")
+    compression = opts.get("compression")
+    if codec is None:
+        return compression or "none"
+    key = codec.strip().lower()
+    if key in _OTHER_CODECS:
+        raise ValueError(
+            f"{TFRECORD_FORMAT}: option codec {codec!r} is not supported: TensorFlow reads only GZIP "
+            "and ZLIB TFRecord files; use org.apache.hadoop.io.compress.GzipCodec or DefaultCodec"
+        )
+    if key not in _CODECS:
+        raise ValueError(
+            f"{TFRECORD_FORMAT}: option codec {codec!r} is not a known codec; use "
+            "org.apache.hadoop.io.compress.GzipCodec, DefaultCodec, DeflateCodec, gzip, deflate or none"
+        )
+    if compression is not None and compression != _CODECS[key]:
+        raise ValueError(
+            f"{TFRECORD_FORMAT}: options codec {codec!r} and compression {compression!r} disagree; give one"
+        )
+    return _CODECS[key]
 
 
 class _TFRecordFile(InputPartition):
@@ -185,13 +250,14 @@ class _Written(WriterCommitMessage):
 class _TFRecordWriter(DataSourceArrowWriter):
     def __init__(self, source: TFRecordDataSource, overwrite: bool):
         opts = source._opts
+        check_known(opts, _WRITE_OPTIONS, TFRECORD_FORMAT, "writing")
         directory = source._path.rstrip("/")
         save_mode = opts.get("savemode", "overwrite" if overwrite else "append")
         if save_mode not in SAVE_MODES:
             raise ValueError(
                 f"{TFRECORD_FORMAT}: option saveMode {save_mode!r} is not one of {', '.join(SAVE_MODES)}"
             )
-        compression = opts.get("compression", "none")
+        compression = _write_compression(opts)
         if compression not in COMPRESSIONS:
             raise ValueError(
                 f"{TFRECORD_FORMAT}: option compression {compression!r} is not one of {', '.join(COMPRESSIONS)}"
@@ -205,6 +271,19 @@ class _TFRecordWriter(DataSourceArrowWriter):
         self._plan = CommitPlan(
             directory, temp_dir, save_mode, True, compression, 1, partitioned=bool(self._partition_by)
         )
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        """Fail before anything is written (even for a DataFrame without rows) when a column's
+        type cannot be written as the record type (unless the save mode writes nothing)."""
+        if self._skip:
+            return
+        kept = pa.schema([f for f in schema if f.name not in self._partition_by])
+        try:
+            serialize_records(
+                pa.RecordBatch.from_pylist([], schema=kept), self._record_type, self._record_column
+            )
+        except (TypeError, ValueError, KeyError) as err:
+            raise ValueError(f"{TFRECORD_FORMAT}: cannot write {self._record_type} records: {err}") from None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> _Written:
         task = TaskContext.get().partitionId()

@@ -1,17 +1,21 @@
-"""Split text into lower-cased word tokens (`transformConfig.tokenization`).
+"""Split text into lower-cased word tokens (`transformConfig.tokenization`), as Avro2TF does
+with Spark ML's `RegexTokenizer` (pattern `\\W`, lower-casing on) and `StopWordsRemover`.
 
-Text is lower-cased and split on every run of characters that are not letters, digits or
-`_` (Unicode-aware); empty pieces are dropped. With `remove_stop_words`, tokens in
-`ENGLISH_STOP_WORDS` are dropped too. A list of texts gives the tokens of all of them, in
+Text is lower-cased and split on every run of characters other than the ASCII letters, digits
+and `_` (Java's `\\W`, which is ASCII-only: `café` gives `caf`); empty pieces are dropped.
+With `remove_stop_words`, tokens in `ENGLISH_STOP_WORDS` (Spark's English list, shipped in
+`stopwords/english.txt`) are dropped too. A list of texts gives the tokens of all of them, in
 order. Null text gives no tokens.
 
 Example:
     >>> import pyarrow as pa
-    >>> tokenize(pa.array(["The Matrix (1999)", None]), remove_stop_words=True).to_pylist()
-    [['matrix', '1999'], []]
+    >>> tokenize(pa.array(["The Matrix (1999) would've", None]), remove_stop_words=True).to_pylist()
+    [['matrix', '1999', 've'], []]
 """
 
 from __future__ import annotations
+
+import importlib.resources
 
 import numpy as np
 import pyarrow as pa
@@ -21,25 +25,13 @@ from beam_tensorize.kernels.arrow_types import list_lengths, list_offsets
 
 __all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
 
-# The English stop-word list of the Snowball project (also shipped by NLTK as
-# `stopwords.words("english")`, 179 words), BSD-licensed.
+#: Apache Spark's English stop words (`StopWordsRemover.loadDefaultStopWords("english")`).
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
-    """
-    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
-    yourselves he him his himself she she's her hers herself it it's its itself they them their
-    theirs themselves what which who whom this that that'll these those am is are was were be
-    been being have has had having do does did doing a an the and but if or because as until
-    while of at by for with about against between into through during before after above below
-    to from up down in out on off over under again further then once here there when where why
-    how all any both each few more most other some such no nor not only own same so than too
-    very s t can will just don don't should should've now d ll m o re ve y ain aren aren't
-    couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma
-    mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren
-    weren't won won't wouldn wouldn't
-    """.split()
+    importlib.resources.files(__package__).joinpath("stopwords", "english.txt").read_text("utf-8").split()
 )
 
-_SEPARATORS = r"[^\p{L}\p{N}_]+"
+#: Java's `\\W`: anything but ASCII letters, digits and `_`.
+_SEPARATORS = r"[^A-Za-z0-9_]+"
 
 
 def tokenize(column: pa.Array, remove_stop_words: bool = False) -> pa.LargeListArray:

@@ -142,11 +142,37 @@ def _feature_lists(records: list[bytes]) -> dict[str, pa.Array]:
             valid.append(present)
             steps.extend(lists.get(name, ()))
             offsets.append(len(steps))
-        decoded = ExamplesToRecordBatchDecoder().DecodeBatch(_as_examples(steps))
+        try:
+            decoded = ExamplesToRecordBatchDecoder().DecodeBatch(_as_examples(steps))
+        except RuntimeError:
+            raise _mixed_kinds(name, per_record) from None
         values = decoded.column(0) if decoded.num_columns else pa.nulls(len(steps))
         mask = pa.array([not v for v in valid])
         columns[name] = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values, mask=mask)
     return columns
+
+
+#: The value kinds of a `Feature` message, by field number.
+_FEATURE_KINDS = {1: "bytes_list", 2: "float_list", 3: "int64_list"}
+
+
+def _mixed_kinds(name: str, per_record: list[dict[str, list[bytes]]]) -> RecordError:
+    """The error for a feature list whose steps hold values of different kinds: names the
+    feature list, the kinds, and the first record where a second kind appears."""
+    seen: list[str] = []
+    for index, lists in enumerate(per_record):
+        for step in lists.get(name, ()):
+            for number, _ in _fields(step):
+                if number in _FEATURE_KINDS and _FEATURE_KINDS[number] not in seen:
+                    seen.append(_FEATURE_KINDS[number])
+            if len(seen) > 1:
+                return RecordError(
+                    "records",
+                    index,
+                    f"feature list {name!r} holds values of different kinds ({' and '.join(seen)}); "
+                    "every step of a feature list must have one kind",
+                )
+    return RecordError("records", 0, f"feature list {name!r} cannot be decoded")
 
 
 def _decode_with_tfx_bsl(records: list[bytes], record_type: str) -> pa.RecordBatch:
@@ -156,7 +182,10 @@ def _decode_with_tfx_bsl(records: list[bytes], record_type: str) -> pa.RecordBat
     if record_type == "Example":
         return batch
     names, arrays = list(batch.schema.names), list(batch.columns)
-    for name, column in _feature_lists(records).items():
+    lists = _feature_lists(records)
+    if not lists:
+        return batch  # (keeps its row count when it has no columns either)
+    for name, column in lists.items():
         if name in names:
             raise RecordError("records", 0, f"feature {name!r} is both a context feature and a feature list")
         names.append(name)
@@ -219,7 +248,7 @@ def widened_type(typ: pa.DataType) -> pa.DataType:
         return pa.list_(widened_type(typ.value_type))
     if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
         return pa.int64()
-    if pa.types.is_floating(typ):
+    if pa.types.is_floating(typ) or pa.types.is_decimal(typ):
         return pa.float32()
     if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
         return pa.string()
@@ -237,8 +266,8 @@ def _kind_of_type(typ: pa.DataType) -> str:
     typ = leaf_type(typ)
     if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
         return "int64"
-    if pa.types.is_floating(typ):
-        return "float"
+    if pa.types.is_floating(typ) or pa.types.is_decimal(typ):
+        return "float"  # decimals are written as FloatList (Spark-TFRecord's rule)
     return "bytes"
 
 
@@ -272,6 +301,31 @@ def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str, f
         ) from None
 
 
+#: Kinds a field of another kind takes, as Spark-TFRecord's inference widens them: int64 values
+#: read into a float field, numbers into a string field (as text).
+_PROMOTIONS = {("int64", "float"), ("int64", "bytes"), ("float", "bytes")}
+
+
+def _promote_leaves(column: pa.Array, kind: str) -> pa.Array:
+    """`column` (lists of int64 / float values, any depth) with its values as `kind`: floats,
+    or text as Java prints numbers (`1`, `0.5`, `1.0`: a float always shows a fraction)."""
+    if is_list_type(column.type):
+        offsets = pa.array(np.asarray(column.offsets, dtype=np.int64) - column.offsets[0].as_py())
+        inner = _promote_leaves(column.flatten(), kind)
+        mask = column.is_null() if column.null_count else None
+        return pa.LargeListArray.from_arrays(offsets, inner, mask=mask)
+    if kind == "float":
+        return column.cast(pa.float32())
+    text = column.cast(pa.large_string())
+    if pa.types.is_floating(column.type):
+        plain = pc.match_substring_regex(text, r"^-?[0-9]+$")
+        suffix = pa.scalar(".0", pa.large_string())
+        text = pc.if_else(
+            plain, pc.binary_join_element_wise(text, suffix, pa.scalar("", pa.large_string())), text
+        )
+    return text.cast(pa.large_binary())
+
+
 def conform(
     raw: pa.RecordBatch, schema: pa.Schema, where: str = "records", first_index: int = 0
 ) -> pa.RecordBatch:
@@ -300,6 +354,20 @@ def conform(
             columns.append(pa.nulls(n, target))
             continue
         column = raw.column(field.name)
+        if pa.types.is_null(target):  # inferred from records where it was always empty
+            values = column.flatten()
+            while is_list_type(values.type):
+                values = values.flatten()
+            if len(values):
+                row = int(np.flatnonzero(list_lengths(column) > 0)[0]) if list_depth(column.type) == 1 else 0
+                problem = (
+                    f"feature {field.name!r} holds values, but the schema says null (it was empty "
+                    "in every record the schema was inferred from): infer from more records, or "
+                    "give a schema"
+                )
+                raise RecordError(where, first_index + row, problem)
+            columns.append(pa.nulls(n))
+            continue
         have_kind = _KINDS.get(leaf_type(column.type))
         want_kind = _kind_of_type(target)
         first = first_index + int(np.argmax(np.asarray(column.is_valid(), dtype=bool)))
@@ -307,8 +375,10 @@ def conform(
             columns.append(_cast_values(field.name, column, target, where, first_index))
             continue
         if have_kind != want_kind:
-            problem = f"feature {field.name!r} holds {have_kind} values; the schema says {target}"
-            raise RecordError(where, first, problem)
+            if (have_kind, want_kind) not in _PROMOTIONS:
+                problem = f"feature {field.name!r} holds {have_kind} values; the schema says {target}"
+                raise RecordError(where, first, problem)
+            column = _promote_leaves(column, want_kind)
         have_depth, want_depth = list_depth(column.type), max(list_depth(target), 1)
         if have_depth != want_depth:
             what = "a feature list" if have_depth == 2 else "a feature"
@@ -379,7 +449,7 @@ class FeatureSummary:
 
     Attributes:
         name: the feature key.
-        kinds: list kinds seen ("int64", "float", "bytes"); more than one is a conflict.
+        kinds: list kinds seen ("int64", "float", "bytes"); several widen (see `arrow_type`).
         feature_list: seen as a SequenceExample feature list.
         context: seen as a plain (context) feature.
         records: records holding it.
@@ -404,16 +474,22 @@ class FeatureSummary:
         self.utf8 &= other.utf8
 
     def arrow_type(self) -> pa.DataType | None:
-        """The inferred type (None if no record held a value of a known kind)."""
+        """The inferred type (None if no record held a value of a known kind), by
+        Spark-TFRecord's rules: kinds seen in different records widen int64 -> float ->
+        string (bytes that are not all UTF-8: binary); a feature only ever empty is null."""
         if not self.kinds:
             return None
-        kind = next(iter(self.kinds))
-        leaf = {"int64": pa.int64(), "float": pa.float32()}.get(
-            kind, pa.string() if self.utf8 else pa.binary()
-        )
+        if "bytes" in self.kinds:
+            leaf = pa.string() if self.utf8 else pa.binary()
+        elif "float" in self.kinds:
+            leaf = pa.float32()
+        else:
+            leaf = pa.int64()
         if self.feature_list:
             return pa.list_(pa.list_(leaf))
-        return leaf if 0 < self.max_values <= 1 else pa.list_(leaf)
+        if self.max_values == 0:
+            return pa.null()
+        return leaf if self.max_values == 1 else pa.list_(leaf)
 
     def describe(self) -> str:
         typ = self.arrow_type()
@@ -493,19 +569,13 @@ class SchemaInference:
         """The inferred schema, fields by name; features that never held a value are left out.
 
         Raises:
-            ValueError: a feature was seen with two kinds, or both as a feature and as a
-                feature list.
+            ValueError: a feature was seen both as a feature and as a feature list.
         """
         if self.record_type == "ByteArray":
             return pa.schema([(BYTE_ARRAY_COLUMN, pa.binary())])
         fields = []
         for name in sorted(self.features):
             summary = self.features[name]
-            if len(summary.kinds) > 1:
-                raise ValueError(
-                    f"feature {name!r} holds {' and '.join(sorted(summary.kinds))} values in "
-                    "different records; give a schema"
-                )
             if summary.feature_list and summary.context:
                 raise ValueError(
                     f"feature {name!r} is a feature in some records and a feature list in others"

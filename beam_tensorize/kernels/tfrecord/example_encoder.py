@@ -185,13 +185,14 @@ def _concat_parts(parts: list[_Bytes], n: int, binary_type: pa.DataType) -> pa.A
 class _Column:
     """One input column reduced to flat values plus per-row value counts."""
 
-    __slots__ = ("counts", "kind", "name", "values")
+    __slots__ = ("counts", "kind", "name", "valid", "values")
 
-    def __init__(self, name: str, kind: str, counts: np.ndarray, values: object):
+    def __init__(self, name: str, kind: str, counts: np.ndarray, values: object, valid: np.ndarray):
         self.name = name
         self.kind = kind  # "int64" | "float" | "bytes"
         self.counts = counts  # int64 [n], 0 for null lists / null scalars
         self.values = values  # np.int64 / np.float32 ('<f4') array, or pa.LargeBinaryArray
+        self.valid = valid  # bool [n]: the row's value is not null
 
 
 def _is_binary_like(typ: pa.DataType) -> bool:
@@ -219,6 +220,7 @@ def _normalise(name: str, array: pa.Array) -> _Column:
     if pa.types.is_binary_view(typ) or pa.types.is_string_view(typ):
         array = array.cast(pa.large_binary())
         typ = array.type
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
     if is_list_type(typ, views=True):
         counts = pc.fill_null(pc.list_value_length(array), 0).to_numpy().astype(np.int64, copy=False)
         values = _decode_dictionary(array.flatten())
@@ -230,22 +232,23 @@ def _normalise(name: str, array: pa.Array) -> _Column:
                 "a null list is allowed, a null value in a list is not"
             )
     else:
-        valid = array.is_valid().to_numpy(zero_copy_only=False)
         counts = valid.astype(np.int64)
         values = array.drop_null() if array.null_count else array
+    if pa.types.is_decimal(values.type):  # a FloatList, as Spark-TFRecord writes decimals
+        values = values.cast(pa.float64())
     vtype = values.type
     if pa.types.is_integer(vtype) or pa.types.is_boolean(vtype):
         if pa.types.is_uint64(vtype) and len(values) and pc.max(values).as_py() > _INT64_MAX:
             raise ValueError(f"column {name!r}: uint64 value does not fit in int64")
         flat = values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        return _Column(name, "int64", counts, flat)
+        return _Column(name, "int64", counts, flat, valid)
     if pa.types.is_floating(vtype):
         flat = values.to_numpy(zero_copy_only=False)
         with np.errstate(over="ignore"):
             flat = np.ascontiguousarray(flat, dtype="<f4")
-        return _Column(name, "float", counts, flat)
+        return _Column(name, "float", counts, flat, valid)
     if _is_binary_like(vtype):
-        return _Column(name, "bytes", counts, values.cast(pa.large_binary()))
+        return _Column(name, "bytes", counts, values.cast(pa.large_binary()), valid)
     if is_list_type(vtype, views=True):
         raise TypeError(f"column {name!r}: nested lists ({typ}) cannot be written as a tf.train.Feature")
     raise TypeError(
@@ -284,8 +287,10 @@ class _EncodedColumn:
     as a byte matrix (``inline``); others as a binary array (``payload``).
     """
 
-    def __init__(self, column: _Column, n: int):
+    def __init__(self, column: _Column, n: int, omit_nulls: bool = True):
         self.column = column
+        #: The rows that hold the feature (all, or only those whose value is not null).
+        self.written = column.valid if omit_nulls else np.ones(n, np.bool_)
         counts = column.counts
         present = counts > 0
         self.present = present
@@ -324,7 +329,7 @@ class _EncodedColumn:
         self.feature_length = _varint(feature_size)
         entry_size = len(self.key_part) + self.feature_length.lengths + feature_size
         self.entry_length = _varint(entry_size)
-        self.size = 1 + self.entry_length.lengths + entry_size
+        self.size = np.where(self.written, 1 + self.entry_length.lengths + entry_size, 0)
 
     def header_parts(self, n: int) -> list[_Bytes]:
         """The map entry up to the list payload (with an inline payload, all of it)."""
@@ -333,8 +338,11 @@ class _EncodedColumn:
             self.entry_length,
             _constant(self.key_part, n),
             self.feature_length,
+            *self.feature_header_parts(n),
         ]
-        return parts + self.feature_header_parts(n)
+        if self.written.all():
+            return parts
+        return [_masked(part, self.written) for part in parts]
 
     def feature_header_parts(self, n: int) -> list[_Bytes]:
         """The `Feature` message up to the list payload (with an inline payload, all of it)."""
@@ -396,18 +404,20 @@ def _varint_bytes(value: int) -> bytes:
             return bytes(out)
 
 
-def encode_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.LargeBinaryArray:
+def encode_examples(batch: pa.RecordBatch, omit_nulls: bool = True) -> pa.BinaryArray | pa.LargeBinaryArray:
     r"""Serializes every row of a RecordBatch as a ``tf.train.Example``.
 
     Each column becomes the feature named after it. Integer and bool columns
     (``int8``..``int64``, ``uint8``..``uint64`` within int64 range) become an
-    ``Int64List``, float columns (``float16``/``float32``/``float64``, cast to
-    float32) a ``FloatList``, binary and string columns a ``BytesList``. A
+    ``Int64List``, float and decimal columns (``float16``/``float32``/``float64``,
+    decimals; cast to float32) a ``FloatList``, binary and string columns a ``BytesList``. A
     column may hold lists (``list``, ``large_list``, ``fixed_size_list``,
     list views) or plain scalars (a list of one value). A null list or null
-    scalar gives the feature with an empty list of its kind (tfx_bsl's
-    encoder instead writes a ``Feature`` with no list set). Dictionary
-    encoded values are decoded first.
+    scalar is left out of the row's Example (Spark-TFRecord's rule; a reader's
+    ``FixedLenFeature`` then gives its ``default_value``); with
+    ``omit_nulls=False`` it is written as an empty list of its kind (tfx_bsl's
+    encoder instead writes a ``Feature`` with no list set). An empty list is
+    written as an empty list. Dictionary encoded values are decoded first.
 
     The result is byte-identical to protobuf's deterministic serialization of
     each row's ``tf.train.Example`` (see the module docstring for the key
@@ -417,6 +427,8 @@ def encode_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.LargeBinaryArr
     Args:
         batch: The rows to encode. Column names are the feature keys; any
             characters are allowed.
+        omit_nulls: Leave null values out (default) rather than writing an
+            empty list.
 
     Returns:
         A ``pa.BinaryArray`` with one serialized Example per row (a
@@ -433,7 +445,9 @@ def encode_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.LargeBinaryArr
         >>> import pyarrow as pa
         >>> batch = pa.RecordBatch.from_pydict({"x": pa.array([[1, 2], None])})
         >>> encode_examples(batch).to_pylist()
-        [b'\n\r\n\x0b\n\x01x\x12\x06\x1a\x04\n\x02\x01\x02', b'\n\t\n\x07\n\x01x\x12\x02\x1a\x00']
+        [b'\n\r\n\x0b\n\x01x\x12\x06\x1a\x04\n\x02\x01\x02', b'\n\x00']
+        >>> encode_examples(batch, omit_nulls=False).to_pylist()[1]
+        b'\n\t\n\x07\n\x01x\x12\x02\x1a\x00'
     """
     names = list(batch.schema.names)
     if len(set(names)) != len(names):
@@ -447,7 +461,7 @@ def encode_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.LargeBinaryArr
         return pa.Array.from_buffers(
             pa.binary(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
         )
-    encoded = [_EncodedColumn(column, n) for column in columns]
+    encoded = [_EncodedColumn(column, n, omit_nulls) for column in columns]
     features_size = encoded[0].size.copy()
     for column in encoded[1:]:
         features_size += column.size

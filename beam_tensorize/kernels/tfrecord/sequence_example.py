@@ -2,7 +2,8 @@ r"""Vectorised RecordBatch -> serialized ``tf.train.SequenceExample`` encoder.
 
 Columns holding lists of lists become feature lists (one ``Feature`` per inner list, a
 null inner list an empty ``Feature``); every other column becomes a context feature, encoded
-exactly as `encode_examples` does. Wire format (``example.proto``)::
+exactly as `encode_examples` does. A null value (a context feature, or a whole feature list)
+is left out of the row's message, as Spark-TFRecord does. Wire format (``example.proto``)::
 
     SequenceExample { Features context = 1; FeatureLists feature_lists = 2; }
     FeatureLists    { map<string, FeatureList> feature_list = 1; }  # entry {key = 1; value = 2}
@@ -81,8 +82,13 @@ def encode_sequence_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.Large
         for name in sequence:
             key = length_delimited(_TAG_1, pa.array([name.encode("utf-8")] * n, pa.large_binary()))
             value = length_delimited(_TAG_2, _feature_list(name, batch.column(name)))
-            entry = pc.binary_join_element_wise(key, value, pa.scalar(b"", pa.large_binary()))
-            entries.append(length_delimited(_TAG_1, entry))
+            entry = length_delimited(
+                _TAG_1, pc.binary_join_element_wise(key, value, pa.scalar(b"", pa.large_binary()))
+            )
+            column = batch.column(name)
+            if column.null_count:
+                entry = pc.if_else(column.is_valid(), entry, pa.scalar(b"", pa.large_binary()))
+            entries.append(entry)
         lists = pc.binary_join_element_wise(*entries, pa.scalar(b"", pa.large_binary()))
         pieces.append(length_delimited(_TAG_2, lists))
     if not pieces:
