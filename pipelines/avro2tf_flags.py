@@ -31,6 +31,12 @@ ALIASES = {
     "enable-filter-zero": "filter_zeros",
     "discard-unknown-entries": "discard_unknown_entries",
     "num-output-files": "num_shards",
+    "enable-term-only-feature-list": "term_only_feature_lists",
+    "input-date-range": "input_date_range",
+    "input-days-range": "input_days_range",
+    "partition-field-name": "partition_field_name",
+    "num-partitions": "num_partitions",
+    "shuffle": "shuffle",
 }
 
 #: Avro2TF flags with no meaning on Beam: accepted (with their value), with a note.
@@ -42,15 +48,7 @@ _NOTED = {
 }
 
 #: Avro2TF flags whose features are not built yet: refused rather than ignored.
-_NOT_YET = (
-    "input-date-range",
-    "input-days-range",
-    "shuffle",
-    "skip-conversion",
-    "num-partitions",
-    "partition-field-name",
-    "enable-term-only-feature-list",
-)
+_NOT_YET = ("skip-conversion",)
 
 
 def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -32,6 +32,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from beam_tensorize import metrics
 from beam_tensorize.config import ConfigError, load_config
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
+from beam_tensorize.job.daily import daily_inputs
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.preflight import (
@@ -65,6 +66,19 @@ class TensorizeOptions(PipelineOptions):
             default=None,
             help="Input files: a file, glob or comma-separated list of them (local, gs://, "
             "s3://). With neither --input nor --config, the bundled MovieLens sample is used.",
+        )
+        parser.add_argument(
+            "--input_date_range",
+            default=None,
+            help="Read the day folders <input>/daily/yyyy/MM/dd/ from the first date to the last, "
+            "both included: yyyyMMdd-yyyyMMdd (Avro2TF's --input-date-range). Missing days are "
+            "skipped with a note.",
+        )
+        parser.add_argument(
+            "--input_days_range",
+            default=None,
+            help="Read the day folders <input>/daily/yyyy/MM/dd/ from START to END days before "
+            "today, both included: START-END, e.g. 3-1 (Avro2TF's --input-days-range).",
         )
         parser.add_argument(
             "--input_format",
@@ -167,6 +181,45 @@ class TensorizeOptions(PipelineOptions):
             "keeps the unknown id.",
         )
         parser.add_argument(
+            "--term_only_feature_lists",
+            type=_boolean,
+            nargs="?",
+            const=True,
+            default=False,
+            help="Train mode also writes termOnlyFeatureList/<tensor>: each feature-list tensor's "
+            "terms counted alone (name-term-value names left out), as Avro2TF's "
+            "--enable-term-only-feature-list.",
+        )
+        parser.add_argument(
+            "--partition_field_name",
+            default=None,
+            help="A scalar tensor or extra column whose values give Avro2TF's partition ids: "
+            "partitionId in the records (MD5 with Avro2TF's salt, modulo --num_partitions) and "
+            "partition=<id>/ folders (Avro2TF's --partition-field-name).",
+        )
+        parser.add_argument(
+            "--num_partitions",
+            type=int,
+            default=100,
+            help="How many partition ids --partition_field_name gives (default 100, as Avro2TF).",
+        )
+        parser.add_argument(
+            "--shuffle",
+            type=_boolean,
+            nargs="?",
+            const=True,
+            default=False,
+            help="Write each batch's records in a pseudo-random order drawn from --shuffle_seed and "
+            "the batch's place in the input: the same input gives the same files (Avro2TF's "
+            "--shuffle, made deterministic). With --num_shards the records spread over the files too.",
+        )
+        parser.add_argument(
+            "--shuffle_seed",
+            type=int,
+            default=0,
+            help="The seed of --shuffle (default 0).",
+        )
+        parser.add_argument(
             "--extra_columns_to_keep",
             default=None,
             help="Comma-separated input columns written as they are beside the tensors (numbers, "
@@ -246,6 +299,14 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
     patterns = [SAMPLE_AVRO] if sample else [p.strip() for p in options.input.split(",") if p.strip()]
     if not patterns:
         raise ValueError("--input names no file")
+    if options.input_date_range or options.input_days_range:
+        patterns, missing = daily_inputs(patterns, options.input_date_range, options.input_days_range)
+        if missing and not options.quiet:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            print(
+                f"note: {len(missing)} day folder(s) of the range do not exist and are skipped: {shown}",
+                file=sys.stderr,
+            )
     groups = []
     if options.tensors_sharing_feature_lists:
         for group in options.tensors_sharing_feature_lists.split(";"):
@@ -275,6 +336,11 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         external_feature_lists=options.external_feature_lists,
         filter_zeros=options.filter_zeros,
         discard_unknown_entries=options.discard_unknown_entries,
+        term_only_feature_lists=options.term_only_feature_lists,
+        partition_field_name=options.partition_field_name,
+        num_partitions=options.num_partitions,
+        shuffle=options.shuffle,
+        shuffle_seed=options.shuffle_seed,
         extra_columns=tuple(extra),
         partition_by=tuple(partition_by),
         batch_rows=options.batch_rows,

@@ -185,8 +185,121 @@ def test_avro2tf_flag_names_run_the_same_job(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "note: --enable-cache: Beam does not cache" in err and "note: --min-parts: Beam plans" in err
     assert _tree(tmp_path / "theirs") == _tree(tmp_path / "ours")
-    assert main([*theirs, "--shuffle", "true"]) == 2
+    assert main([*theirs, "--skip-conversion", "true"]) == 2
     assert (
-        "error: Avro2TF's --shuffle is not supported yet; see docs/migrating-from-avro2tf.md for what to do instead"
-        in capsys.readouterr().err
+        "error: Avro2TF's --skip-conversion is not supported yet; see docs/migrating-from-avro2tf.md for what "
+        "to do instead" in capsys.readouterr().err
     )
+
+
+def test_term_only_feature_lists(tmp_path):
+    """FeatureListGeneration's term-only lists: each list tensor's terms counted alone (NTV
+    names left out), by count then term, uncapped; an overwrite without them removes them."""
+    from collections import Counter
+
+    from beam_tensorize.sample import SAMPLE_AVRO
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(_CAPPED_GENRES))
+    out = tmp_path / "out"
+    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out), "--quiet"]
+    assert main([*args, "--enable-term-only-feature-list", "true"]) == 0
+    counts = Counter(g["term"] for row in _sample_genres() for g in row)
+    expected = sorted(counts, key=lambda t: (-counts[t], t.encode()))
+    folder = out / "termOnlyFeatureList"
+    assert sorted(p.name for p in folder.iterdir()) == ["genreIds", "genreVector"]
+    assert (folder / "genreVector").read_text().splitlines() == expected  # "Genre,Drama" -> "Drama"
+    assert (folder / "genreIds").read_text().splitlines() == expected  # not cut to vocabSizeCap 3
+    assert len((out / "featureList" / "genreIds").read_text().splitlines()) == 3
+    assert main([*args, "--save_mode", "overwrite"]) == 0
+    assert not folder.exists() or not list(folder.iterdir())
+
+
+def test_daily_inputs_by_date_or_days_range(tmp_path, capsys):
+    """IOUtils' daily layout: <input>/daily/yyyy/MM/dd/; missing days are skipped with a note,
+    files named _* or .* are left out, and the two ranges exclude each other."""
+    import datetime
+    import shutil
+
+    from beam_tensorize.job.daily import day_folders
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+
+    root = tmp_path / "events"
+    for day in ("2018/01/01", "2018/01/03"):
+        (root / "daily" / day).mkdir(parents=True)
+        shutil.copy(SAMPLE_AVRO, root / "daily" / day / "part-0.avro")
+        (root / "daily" / day / "_SUCCESS").write_bytes(b"")
+    out = tmp_path / "out"
+    args = ["--input-paths", str(root), "--config", SAMPLE_CONFIG, "--output", str(out)]
+    assert main([*args, "--input-date-range", "20180101-20180103", "--progress_interval", "60"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: 1 day folder(s) of the range do not exist and are skipped: {root}/daily/2018/01/02" in err
+    document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert document["data"]["trainingData"]["numRecords"] == 600
+
+    assert day_folders("r", days_range="0-0", today=datetime.date(2018, 1, 3)) == ["r/daily/2018/01/03"]
+    for flags, message in [
+        (["--input_date_range", "20180101-20180103", "--input_days_range", "3-1"],
+         "give either --input_date_range or --input_days_range, not both"),
+        (["--input_date_range", "2018-01-01"], "--input_date_range '2018-01-01': give two dates as yyyyMMdd-yyyyMMdd"),
+        (["--input_date_range", "20180103-20180101"], "the range ends before it starts (2018-01-03 > 2018-01-01)"),
+        (["--input_date_range", "20170101-20170102"], "no day folder of the range '20170101-20170102' holds files"),
+    ]:  # fmt: skip
+        assert main([*args, *flags, "--save_mode", "overwrite"]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_partition_ids_as_partition_id_generation(tmp_path):
+    """PartitionIdGeneration: MD5 of the field's text with Avro2TF's global salt, modulo
+    --num-partitions, as `partitionId` in the records and `partition=<id>/` folders."""
+    import hashlib
+
+    import tensorflow as tf
+
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+
+    out = tmp_path / "out"
+    args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out), "--quiet"]
+    assert main([*args, "--partition-field-name", "movieId", "--num-partitions", "4"]) == 0
+    with open(SAMPLE_AVRO, "rb") as f:
+        movies = [row["movieId"] for row in fastavro.reader(f)]
+
+    def expected(value) -> int:  # HashingUtils.md5 with the global salt of seed 817294693
+        return int.from_bytes(hashlib.md5(f"{value}HlHffttmhdWWvj8M".encode()).digest(), "big") % 4
+
+    folders = sorted(p.name for p in (out / "trainingData").iterdir() if p.is_dir())
+    assert folders == [f"partition={i}" for i in sorted({expected(m) for m in movies})]
+    seen = []
+    for folder in folders:
+        for path in sorted((out / "trainingData" / folder).glob("part-*")):
+            for record in tf.data.TFRecordDataset(str(path)):
+                feature = tf.train.Example.FromString(record.numpy()).features.feature
+                movie = feature["movieId"].int64_list.value[0]
+                assert [int(folder.split("=")[1])] == list(feature["partitionId"].int64_list.value)
+                assert feature["partitionId"].int64_list.value[0] == expected(movie)
+                seen.append(movie)
+    assert sorted(seen) == sorted(movies)
+    document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert [c["name"] for c in document["extraColumns"]] == ["partitionId"]
+
+
+def test_shuffle_is_seeded_and_deterministic(tmp_path):
+    """--shuffle (Avro2TF's, made deterministic): the same records in another order, the same
+    bytes on a rerun with the same seed, another order with another seed."""
+    import tensorflow as tf
+
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+
+    def records(*flags) -> list[bytes]:
+        out = tmp_path / "-".join(flags or ("plain",))
+        args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out), "--quiet", *flags]
+        assert main(args) == 0
+        (path,) = (out / "trainingData").glob("part-*.tfrecord")
+        return [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
+
+    plain = records()
+    shuffled = records("--shuffle")
+    assert shuffled != plain and sorted(shuffled) == sorted(plain)
+    assert records("--shuffle", "--shuffle_seed", "0") == shuffled
+    other = records("--shuffle", "--shuffle_seed", "5")
+    assert other != shuffled and sorted(other) == sorted(plain)

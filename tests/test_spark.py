@@ -619,20 +619,26 @@ def test_shared_ntv_lists_by_term_discarded_unknowns_and_integer_maxima_as_the_c
         {"inputFeatureInfo": {"columnExpr": "size(genreFeatures)"},
          "outputTensorInfo": {"name": "numGenres", "dtype": "int", "shape": []}},
     ]}))  # fmt: skip
-    flags = ["--tensors_sharing_feature_lists", "v1,v2", "--discard_unknown_entries"]
+    flags = [
+        "--tensors_sharing_feature_lists",
+        "v1,v2",
+        "--discard_unknown_entries",
+        "--term_only_feature_lists",
+    ]
     assert (
         main(["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(tmp_path / "beam"), *flags])
         == 0
     )
     tensorize_spark(
         spark, SAMPLE_AVRO, str(config), str(tmp_path / "spark"),
-        shared_feature_lists=[["v1", "v2"]], discard_unknown_entries=True,
+        shared_feature_lists=[["v1", "v2"]], discard_unknown_entries=True, term_only_feature_lists=True,
     )  # fmt: skip
     beam_files = _tree(tmp_path / "beam")
     assert _tree(tmp_path / "spark") == beam_files
     lists = tmp_path / "beam" / "featureList"
     assert (lists / "v2").read_text() == (lists / "v1").read_text()
     assert len((lists / "v1").read_text().splitlines()) == 5
+    assert sorted(os.listdir(tmp_path / "beam" / "termOnlyFeatureList")) == ["ids", "v1", "v2"]
     metadata = _metadata(tmp_path / "beam")
     by_name = {t["name"]: t for t in metadata["features"]}
     assert by_name["v2"]["shape"] == [5] and by_name["numGenres"]["numUniqueValues"] >= 1
@@ -731,3 +737,32 @@ def test_tokenization_gives_spark_ml_s_tokens_as_avro2tf_does(spark):
     column = pa.array(texts)
     assert tokenize(column).to_pylist() == [list(r.tokens) for r in rows]
     assert tokenize(column, remove_stop_words=True).to_pylist() == [list(r.kept) for r in rows]
+
+
+def test_partition_ids_give_the_cli_files(spark, tmp_path):
+    """Avro2TF's partition ids (`partitionId`, `partition=<id>/`) and a seeded shuffle: the
+    same files on Spark."""
+    from pipelines.tensorize import main
+    from tests.test_scale import _tree
+
+    flags = ["--partition_field_name", "movieId", "--num_partitions", "3", "--shuffle", "--shuffle_seed", "7"]
+    out = tmp_path / "beam"
+    assert (
+        main(["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out), *flags, "--quiet"])
+        == 0
+    )
+    tensorize_spark(
+        spark,
+        SAMPLE_AVRO,
+        SAMPLE_CONFIG,
+        str(tmp_path / "spark"),
+        partition_field_name="movieId",
+        num_partitions=3,
+        shuffle=True,
+        shuffle_seed=7,
+    )
+    beam_files = _tree(out)
+    assert {name.split("/")[1] for name in beam_files if name.startswith("trainingData/partition=")} == {
+        "partition=0", "partition=1", "partition=2"
+    }  # fmt: skip
+    assert _tree(tmp_path / "spark") == beam_files

@@ -13,12 +13,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.files import list_files, read_text, write_text_atomically
-from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list
+from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list, split_term_only
 from beam_tensorize.kernels.metadata import METADATA_FILE
 
 __all__ = [
     "COUNTS_FOLDER",
     "FEATURE_LIST_FOLDER",
+    "TERM_ONLY_FOLDER",
     "feature_list_groups",
     "merge_feature_lists",
     "read_feature_lists",
@@ -29,6 +30,8 @@ _LOGGER = logging.getLogger(__name__)
 
 #: Folder of the feature-list files below the output folder.
 FEATURE_LIST_FOLDER = "featureList"
+#: Avro2TF's term-only feature lists (`--term_only_feature_lists`), by tensor name.
+TERM_ONLY_FOLDER = "termOnlyFeatureList"
 
 
 #: Folder of the `count<TAB>entry` files below the output folder.
@@ -183,10 +186,13 @@ def write_feature_lists(lists: Mapping[str, FeatureList], output_dir: str) -> di
     """Write `featureList/<tensor>` and `metadata/featureListCounts/<tensor>.tsv`, each under a
     temporary name then renamed into place, and remove the list and count files of an earlier
     run that this run does not write (tensors no longer in the config): the folders then hold
-    exactly the lists the metadata names. Returns tensor name -> relative list path."""
+    exactly the lists the metadata names. Term-only lists (`split_term_only`) go to
+    `termOnlyFeatureList/<tensor>`. Returns tensor name -> relative list path."""
+    lists, term_only = split_term_only(lists)
     kept = {
         FEATURE_LIST_FOLDER: set(lists),
         COUNTS_FOLDER: {f"{name}.tsv" for name, fl in lists.items() if fl.counts is not None},
+        TERM_ONLY_FOLDER: set(term_only),
     }
     stale = [
         path
@@ -206,4 +212,6 @@ def write_feature_lists(lists: Mapping[str, FeatureList], output_dir: str) -> di
                 posixpath.join(output_dir, COUNTS_FOLDER, f"{name}.tsv"), feature_list.counts_text()
             )
         paths[name] = relative
+    for name, feature_list in sorted(term_only.items()):
+        write_text_atomically(posixpath.join(output_dir, TERM_ONLY_FOLDER, name), feature_list.to_text())
     return paths

@@ -30,6 +30,7 @@ from beam_tensorize.job.feature_lists import feature_list_groups
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.features.extract import extra_column_names, input_columns
+from beam_tensorize.kernels.partitions import PARTITION_FOLDER_COLUMN, PARTITION_ID_COLUMN
 
 __all__ = ["TensorizeSpec"]
 
@@ -76,9 +77,19 @@ class TensorizeSpec:
         discard_unknown_entries: leave entries that are not in their feature list out of lists
             and vectors instead of giving them the unknown id (Avro2TF's
             --discard-unknown-entries; scalars keep the unknown id).
+        term_only_feature_lists: train mode also writes `termOnlyFeatureList/<tensor>`: each
+            list tensor's terms counted alone (NTV names left out), as Avro2TF's
+            --enable-term-only-feature-list.
         extra_columns: input columns written as they are: names, or Avro2TF's
             `expression:name` (`words.term:terms`).
         partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
+        partition_field_name: a scalar tensor or extra column whose values give Avro2TF's
+            partition ids (`partitionId` in the records, `partition=<id>/` folders; see
+            `beam_tensorize.kernels.partitions.with_partition_ids`).
+        num_partitions: how many partition ids (Avro2TF's default, 100).
+        shuffle: write the records of each batch in a pseudo-random order drawn from
+            `shuffle_seed` and the batch's place in the input (Avro2TF's --shuffle, made
+            deterministic; with `num_shards` the records are spread over the files too).
         batch_rows: rows per batch read.
         split_bytes: about how many bytes one input split reads.
 
@@ -101,8 +112,13 @@ class TensorizeSpec:
     external_feature_lists: str | None = None
     filter_zeros: bool = False
     discard_unknown_entries: bool = False
+    term_only_feature_lists: bool = False
     extra_columns: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
+    partition_field_name: str | None = None
+    num_partitions: int = 100
+    shuffle: bool = False
+    shuffle_seed: int = 0
     batch_rows: int = formats.DEFAULT_BATCH_ROWS
     split_bytes: int = formats.DEFAULT_SPLIT_BYTES
 
@@ -158,6 +174,21 @@ class TensorizeSpec:
             raise ValueError(f"extra columns {list(names)}: a name is used twice")
         set_(self, "partition_by", _names("partition_by", self.partition_by))
         check_partition_columns(config, self.partition_by, names)
+        if self.partition_field_name is not None:
+            field = self.partition_field_name
+            if not isinstance(field, str) or not field.strip():
+                raise ValueError(f"partition_field_name must name a column, got {field!r}")
+            if self.partition_by:
+                raise ValueError(
+                    "give partition_field_name (partition=<id>/ folders) or partition_by, not both"
+                )
+            _positive("num_partitions", self.num_partitions)
+            check_partition_columns(config, (field,), names)
+            taken = {PARTITION_ID_COLUMN, PARTITION_FOLDER_COLUMN} & (set(names) | set(config.tensor_names))
+            if taken:
+                raise ValueError(
+                    f"{sorted(taken)} name the partition id columns; rename the tensor or extra column"
+                )
         _positive("batch_rows", self.batch_rows)
         _positive("split_bytes", self.split_bytes)
 
@@ -172,8 +203,15 @@ class TensorizeSpec:
 
     @property
     def extra_names(self) -> tuple[str, ...]:
-        """The names the extra columns are written under (`expression:name` gives `name`)."""
-        return extra_column_names(self.extra_columns)
+        """The names of the columns written beside the tensors: the extra columns (`expression:name`
+        gives `name`), then Avro2TF's `partitionId` with `partition_field_name`."""
+        names = extra_column_names(self.extra_columns)
+        return (*names, PARTITION_ID_COLUMN) if self.partition_field_name else names
+
+    @property
+    def folder_columns(self) -> tuple[str, ...]:
+        """The columns naming partition folders: `partition_by`, or Avro2TF's `partition`."""
+        return (PARTITION_FOLDER_COLUMN,) if self.partition_field_name else self.partition_by
 
     @property
     def input_columns(self) -> list[str]:

@@ -19,9 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.kernels.features.expressions import java_double_string
+from beam_tensorize.kernels.features.hashing import Avro2TFMd5Hash
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
+    "PARTITION_FOLDER_COLUMN",
+    "PARTITION_ID_COLUMN",
     "escape_partition_value",
     "infer_partition_column",
     "partition_column",
@@ -30,6 +33,7 @@ __all__ = [
     "partition_value_strings",
     "split_by_partition",
     "unescape_partition_value",
+    "with_partition_ids",
 ]
 
 #: Folder name of null (and empty string) partition values.
@@ -233,3 +237,34 @@ def partition_column(name: str, value: str | None, typ: pa.DataType, rows: int) 
     except (ValueError, OverflowError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         raise ValueError(f"partition folder {name}={value}: the value is not a {typ} ({error})") from None
     return pa.repeat(scalar, rows)
+
+
+#: Avro2TF's partition id column (PartitionIdGeneration), written in the records.
+PARTITION_ID_COLUMN = "partitionId"
+#: The folder column of partition ids: `partition=<id>/`, as Avro2TF writes them.
+PARTITION_FOLDER_COLUMN = "partition"
+
+
+def with_partition_ids(batch: pa.RecordBatch, field: str, num_partitions: int) -> pa.RecordBatch:
+    """`batch` with Avro2TF's partition id of each row: the MD5 of the text of column `field`
+    (Spark's CAST to STRING; a null is the text `null`, as Avro2TF's Scala code makes it)
+    followed by Avro2TF's global salt, modulo `num_partitions`; as `partitionId` (int64, kept in
+    the records) and `partition` (the folder column).
+
+    Raises:
+        KeyError: `field` is not a column of `batch`.
+        TypeError: the column cannot be written as text (lists, structs).
+
+    Example:
+        >>> out = with_partition_ids(pa.RecordBatch.from_pydict({"user": [1, 2, None]}), "user", 10)
+        >>> out.column("partitionId").to_pylist() == out.column("partition").to_pylist()
+        True
+    """
+    if field not in batch.schema.names:
+        raise KeyError(f"partition field {field!r} is not among the columns {batch.schema.names}")
+    texts = ["null" if v is None else v for v in partition_value_strings(field, batch.column(field))]
+    ids = Avro2TFMd5Hash().buckets(
+        pa.array([t.encode("utf-8") for t in texts], pa.binary()), num_partitions, 0, 1
+    )
+    column = pa.array(ids, pa.int64())
+    return batch.append_column(PARTITION_ID_COLUMN, column).append_column(PARTITION_FOLDER_COLUMN, column)

@@ -36,7 +36,16 @@ from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 from beam_tensorize.kernels.tfrecord.framing import compressed_writer, write_tfrecords
 from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
 
-__all__ = ["ROWS", "Chunk", "order_chunks", "serialize_records", "shard_chunks", "write_file", "write_shard"]
+__all__ = [
+    "ROWS",
+    "Chunk",
+    "order_chunks",
+    "serialize_records",
+    "shard_chunks",
+    "shuffle_rows",
+    "write_file",
+    "write_shard",
+]
 
 #: A run of records of one batch bound for one file: (the batch's order key, the records, or
 #: the rows themselves for columnar files).
@@ -109,6 +118,27 @@ def shard_chunks(
         shard_of_row = (start + np.arange(len(records))) % num_shards
         for shard in np.unique(shard_of_row):
             yield (path, int(shard)), (key, records.filter(pa.array(shard_of_row == shard)))
+
+
+def shuffle_rows(batch: pa.RecordBatch, seed: int) -> pa.RecordBatch:
+    """`batch` with its rows in a pseudo-random order drawn from `seed` and the batch's order
+    key (`provenance.order_key`): the same input and seed give the same order on every run and
+    runner (Avro2TF's `--shuffle`, made deterministic). An untagged batch is keyed by its
+    content.
+
+    Example:
+        >>> batch = pa.RecordBatch.from_pydict({"x": list(range(6))})
+        >>> shuffle_rows(batch, 1).column("x").to_pylist() == shuffle_rows(batch, 1).column("x").to_pylist()
+        True
+        >>> sorted(shuffle_rows(batch, 1).column("x").to_pylist())
+        [0, 1, 2, 3, 4, 5]
+    """
+    if batch.num_rows < 2:
+        return batch
+    key = order_key(batch, fallback=_content_key(batch.slice(0, 1)) + str(batch.num_rows).encode())
+    digest = hashlib.sha256(f"{seed}\0{key}".encode()).digest()
+    order = np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(batch.num_rows)
+    return batch.take(pa.array(order))
 
 
 def _content_key(records: pa.Array | pa.RecordBatch) -> bytes:

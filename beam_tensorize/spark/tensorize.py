@@ -82,7 +82,7 @@ from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
-from beam_tensorize.kernels.features.extract import extra_column_names, extract_tensors
+from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
@@ -94,7 +94,8 @@ from beam_tensorize.kernels.features.vocab import (
 )
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
-from beam_tensorize.kernels.shards import ROWS, shard_chunks, write_file
+from beam_tensorize.kernels.partitions import with_partition_ids
+from beam_tensorize.kernels.shards import ROWS, shard_chunks, shuffle_rows, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
@@ -149,6 +150,11 @@ def tensorize_spark(
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     max_records_per_file: int | None = None,
     discard_unknown_entries: bool = False,
+    term_only_feature_lists: bool = False,
+    partition_field_name: str | None = None,
+    num_partitions: int = 100,
+    shuffle: bool = False,
+    shuffle_seed: int = 0,
 ) -> dict:
     """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
     `Tensorize` job.
@@ -191,6 +197,10 @@ def tensorize_spark(
         max_records_per_file: without `num_shards`, start another file after this many records.
         discard_unknown_entries: leave entries not in their feature list out of lists and
             vectors (Avro2TF's --discard-unknown-entries; scalars keep the unknown id).
+        term_only_feature_lists: train mode also writes `termOnlyFeatureList/<tensor>`.
+        partition_field_name, num_partitions: Avro2TF's partition ids (`partitionId` in the
+            records, `partition=<id>/` folders) from this scalar tensor or extra column.
+        shuffle, shuffle_seed: write each batch's records in a seeded pseudo-random order.
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -216,9 +226,9 @@ def tensorize_spark(
         given = (config, output, mode, num_shards, compression, save_mode, max_bad_records_ratio,
                  shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
                  output_format, input_format, batch_rows, split_bytes, max_records_per_file,
-                 discard_unknown_entries)  # fmt: skip
+                 discard_unknown_entries, term_only_feature_lists, partition_field_name, num_partitions, shuffle, shuffle_seed)  # fmt: skip
         defaults = (None, None, "train", None, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
-                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False)  # fmt: skip
+                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False, False, None, 100, False, 0)  # fmt: skip
         if given != defaults:
             raise TypeError("give either a TensorizeSpec or the settings, not both")
         spec = input_paths
@@ -231,7 +241,9 @@ def tensorize_spark(
             external_feature_lists=external_feature_lists, filter_zeros=filter_zeros,
             extra_columns=extra_columns, partition_by=partition_by, batch_rows=batch_rows,
             split_bytes=split_bytes, max_records_per_file=max_records_per_file,
-            discard_unknown_entries=discard_unknown_entries,
+            discard_unknown_entries=discard_unknown_entries, term_only_feature_lists=term_only_feature_lists,
+            partition_field_name=partition_field_name, num_partitions=num_partitions,
+            shuffle=shuffle, shuffle_seed=shuffle_seed,
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
@@ -243,7 +255,7 @@ def tensorize_spark(
         spec.split,
         spec.split_dir,
     )
-    extra, partition_by, columns = spec.extra_columns, spec.partition_by, spec.input_columns
+    extra, partition_by, columns = spec.extra_columns, spec.folder_columns, spec.input_columns
     if ignoring_existing(split_dir, spec.save_mode):
         _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
@@ -262,7 +274,9 @@ def tensorize_spark(
         encode = _EncodeBatches(
             config.tensors, extra, partition_by, lists_broadcast, spec.filter_zeros, spec.num_shards,
             spec.output_format, integer_tensor_names(config.tensors) if mode == "train" else (),
-            spec.discard_unknown_entries,
+            spec.discard_unknown_entries, spec.extra_names,
+            (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None,
+            spec.shuffle_seed if spec.shuffle else None,
         )  # fmt: skip
         if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
             schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
@@ -289,7 +303,7 @@ def tensorize_spark(
                 .collect()
             )
         return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists, previous,
-                       extra, partition_by, spec.discard_unknown_entries)  # fmt: skip
+                       spec.extra_names, partition_by, spec.discard_unknown_entries)  # fmt: skip
     finally:
         delete_temporary(plan)  # gone already after a commit
         lists_broadcast.destroy()
@@ -334,7 +348,9 @@ def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec)
         return {}
     caps = feature_list_caps(config, keys)
     listed = tuple(t for t in config.tensors if t.name in keys)
-    counted = _split_tasks(spark, splits).mapPartitions(_CountEntries(listed, keys, spec.batch_rows))
+    counted = _split_tasks(spark, splits).mapPartitions(
+        _CountEntries(listed, keys, spec.batch_rows, spec.term_only_feature_lists)
+    )
     # As the Beam job: sum per (list, entry), then one list's distinct entries meet to be ordered
     # and cut to its cap (kernels). Plain RDD steps: the counts never pass through Spark SQL.
     parallelism = max(1, spark.sparkContext.defaultParallelism)
@@ -407,10 +423,13 @@ class _CountEntries:
     """mapPartitions function over input splits: (feature-list key, entry, count) of every
     batch, reading only the columns the lists are made of."""
 
-    def __init__(self, tensors: tuple[TensorConfig, ...], keys: Mapping[str, str], batch_rows: int):
+    def __init__(
+        self, tensors: tuple[TensorConfig, ...], keys: Mapping[str, str], batch_rows: int, term_only: bool
+    ):
         self._tensors = tensors
         self._keys = dict(keys)
         self._batch_rows = batch_rows
+        self._term_only = term_only
 
     def __call__(self, splits: Iterator[tuple]) -> Iterator[tuple[str, str | None, int]]:
         extract = ListTensorExtractor(self._tensors)
@@ -420,7 +439,9 @@ class _CountEntries:
             for batch in read_split_batches(fmt, split, columns, self._batch_rows, chosen):
                 extracted = None if isinstance(batch, dict) else extract(batch)
                 if extracted is not None:
-                    for (key, entry), count in partial_counts(extracted, self._tensors, self._keys):
+                    for (key, entry), count in partial_counts(
+                        extracted, self._tensors, self._keys, self._term_only
+                    ):
                         yield key, entry, count
 
 
@@ -439,9 +460,18 @@ class _EncodeBatches:
         output_format: str,
         maxima_of: Sequence[str] = (),
         discard_unknown: bool = False,
+        extra_names: Sequence[str] = (),
+        partition_ids: tuple[str, int] | None = None,
+        shuffle_seed: int | None = None,
     ):
         self._tensors = tensors
         self._extra = extra
+        #: The names of the columns written beside the tensors (their layouts are reported).
+        self._extra_names = tuple(extra_names)
+        #: (field, number of partitions) of Avro2TF's partition ids, or None.
+        self._partition_ids = partition_ids
+        #: Write each batch's records in a seeded pseudo-random order (None: input order).
+        self._shuffle_seed = shuffle_seed
         #: The integer tensors whose largest values the metadata records (train mode).
         self._maxima_of = tuple(maxima_of)
         self._discard_unknown = discard_unknown
@@ -458,14 +488,18 @@ class _EncodeBatches:
         its encoded records (a batch), and its dead letters (JSON lines)."""
         lookup = FeatureListLookup(self._lists.value)
         for batch in _tensor_batches(batches, self._tensors, self._extra):
-            if self._extra:
-                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, extra_column_names(self._extra)))
+            if self._partition_ids is not None:
+                batch = with_partition_ids(batch, *self._partition_ids)
+            if self._extra_names:
+                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, self._extra_names))
             if self._maxima_of:
                 yield _MAXIMA, json.dumps(integer_maxima(batch, self._maxima_of)).encode()
             indexed = lookup.apply(batch, self._tensors, self._filter_zeros, self._discard_unknown)
             examples, dead_letters = encode_with_dead_letters(
                 indexed, self._layouts, self.partition_by, self._output_format
             )
+            if self._shuffle_seed is not None:
+                examples = shuffle_rows(examples, self._shuffle_seed)
             yield _RECORD, examples
             if dead_letters:
                 yield _DEAD_LETTER, [dead_letter_json(d).encode() for d in dead_letters]

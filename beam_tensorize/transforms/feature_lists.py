@@ -42,6 +42,8 @@ class BuildFeatureLists(beam.PTransform):
         config: the parsed config.
         shared: groups of tensor names that share one list.
         external: tensors whose lists come from elsewhere (not built).
+        term_only: also build Avro2TF's term-only lists (terms counted alone, NTV names left
+            out; never shared or capped), in the dict under `term_only_name(tensor)`.
 
     Example:
         >>> import apache_beam as beam, pyarrow as pa
@@ -55,9 +57,14 @@ class BuildFeatureLists(beam.PTransform):
     """
 
     def __init__(
-        self, config: TensorizeConfig, shared: Sequence[Sequence[str]] = (), external: Iterable[str] = ()
+        self,
+        config: TensorizeConfig,
+        shared: Sequence[Sequence[str]] = (),
+        external: Iterable[str] = (),
+        term_only: bool = False,
     ):
         super().__init__()
+        self._term_only = term_only
         self._tensors = config.tensors
         self._keys = feature_list_groups(config, shared, external)
         self._caps = feature_list_caps(config, self._keys)
@@ -73,7 +80,7 @@ class BuildFeatureLists(beam.PTransform):
     def expand(self, batches):
         ordered = (
             batches
-            | "CountInBatch" >> beam.FlatMap(partial_counts, self._tensors, self._keys)
+            | "CountInBatch" >> beam.FlatMap(partial_counts, self._tensors, self._keys, self._term_only)
             | "SumCounts" >> beam.CombinePerKey(sum)
             | "ByList" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
             | "GroupByList" >> beam.GroupByKey()

@@ -33,6 +33,8 @@ from beam_tensorize.job.finish import (
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
+from beam_tensorize.kernels.partitions import with_partition_ids
+from beam_tensorize.kernels.shards import shuffle_rows
 from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
@@ -210,8 +212,12 @@ class Tensorize(beam.PTransform):
             | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
             | "HashFeatures" >> HashFeatures(config)
         )
+        if spec.partition_field_name:
+            hashed = hashed | "PartitionIds" >> beam.Map(
+                with_partition_ids, spec.partition_field_name, spec.num_partitions
+            )
         extra_stored = None
-        if spec.extra_columns:
+        if spec.extra_names:
             extra_stored = (
                 hashed
                 | "ExtraColumnTypes" >> beam.Map(extra_layouts, spec.extra_names)
@@ -229,7 +235,9 @@ class Tensorize(beam.PTransform):
         write_lists = spec.execution_mode == "train"
         if spec.execution_mode == "train":
             counted = hashed if counted is None else counted
-            own = counted | "BuildFeatureLists" >> BuildFeatureLists(config, spec.shared_feature_lists)
+            own = counted | "BuildFeatureLists" >> BuildFeatureLists(
+                config, spec.shared_feature_lists, term_only=spec.term_only_feature_lists
+            )
             if appending:
                 # Appending to train data indexes the new rows with its feature lists (new
                 # entries get the unknown id), so old and new records mean the same ids.
@@ -258,7 +266,7 @@ class Tensorize(beam.PTransform):
             | "ApplyFeatureLists"
             >> ApplyFeatureLists(config, lists, spec.filter_zeros, spec.discard_unknown_entries)
             | "EncodeExamples"
-            >> EncodeExamples(config, keep_columns=spec.partition_by, output_format=spec.output_format)
+            >> EncodeExamples(config, keep_columns=spec.folder_columns, output_format=spec.output_format)
         )
         split_dir = posixpath.join(out, split)
         ignoring = (
@@ -297,7 +305,7 @@ class Tensorize(beam.PTransform):
                 max_records_per_file=spec.max_records_per_file,
                 compression=spec.compression,
                 save_mode=spec.save_mode,
-                partition_by=spec.partition_by,
+                partition_by=spec.folder_columns,
                 write_success_file=False,
                 commit_gate=gate,
             )
@@ -310,18 +318,21 @@ class Tensorize(beam.PTransform):
                 save_mode=spec.save_mode,
                 record_type="ByteArray",
                 record_column=SERIALIZED_COLUMN,
-                partition_by=spec.partition_by,
+                partition_by=spec.folder_columns,
                 write_success_file=False,
                 commit_gate=gate,
             )
-        written = encoded.examples | writer
+        examples = encoded.examples
+        if spec.shuffle:
+            examples = examples | "ShuffleRows" >> beam.Map(shuffle_rows, spec.shuffle_seed)
+        written = examples | writer
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
         splits = written | "DescribeSplit" >> beam.Map(
             describe_split,
             split,
             beam.pvalue.AsSingleton(counts),
-            spec.partition_by,
+            spec.folder_columns,
             spec.output_format,
             beam.pvalue.AsSingleton(previous) if appending else None,
         )

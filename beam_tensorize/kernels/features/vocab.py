@@ -47,6 +47,8 @@ __all__ = [
     "may_use_feature_list",
     "order_feature_list",
     "partial_counts",
+    "split_term_only",
+    "term_only_name",
     "uses_feature_list",
     "vocab_array",
 ]
@@ -191,13 +193,18 @@ def uses_feature_list(tensor: TensorConfig, column_type: pa.DataType) -> bool:
 
 
 def partial_counts(
-    batch: pa.RecordBatch, tensors: Sequence[TensorConfig], list_key: Mapping[str, str]
+    batch: pa.RecordBatch,
+    tensors: Sequence[TensorConfig],
+    list_key: Mapping[str, str],
+    term_only: bool = False,
 ) -> Iterator[tuple[tuple[str, str | None], int]]:
     """((feature-list key, entry), count) for every distinct entry in `batch`.
 
     Tensors sharing a list map to the same key (`list_key`). Every tensor that uses a list also
     yields `((key, None), 1 if NTV else 0)`, so its list exists even when empty, and the
-    summed marker tells NTV lists from string lists.
+    summed marker tells NTV lists from string lists. With `term_only`, each such tensor also
+    counts its terms alone (NTV: without the name) under `term_only_name(tensor)`: Avro2TF's
+    term-only feature list, never shared and never capped.
     """
     names = set(batch.schema.names)
     sharing = Counter(list_key.values())
@@ -210,6 +217,11 @@ def partial_counts(
         key = list_key[tensor.name]
         ntv = is_ntv(column.type)
         yield (key, None), int(ntv)  # marks the list, and whether it is NTV
+        if term_only:
+            terms = ntv_names_and_terms(column)[1] if ntv else entries_of(column)
+            only = term_only_name(tensor.name)
+            yield (only, None), 0
+            yield from (((only, term), count) for term, count in count_entries(terms).items())
         if ntv and sharing[key] > 1:
             # Shared by term (Avro2TF): count terms; note the NTV names each tensor holds.
             ntv_names, terms = ntv_names_and_terms(column)
@@ -217,6 +229,26 @@ def partial_counts(
             yield from (((key, term), count) for term, count in count_entries(terms).items())
             continue
         yield from (((key, entry), count) for entry, count in count_entries(entries_of(column)).items())
+
+
+#: Marks the term-only lists (`term_only_name`) among the lists `lists_per_tensor` gives.
+TERM_ONLY_PREFIX = "\0termOnly\0"
+
+
+def term_only_name(tensor: str) -> str:
+    """The key of a tensor's term-only list among the built lists."""
+    return f"{TERM_ONLY_PREFIX}{tensor}"
+
+
+def split_term_only(
+    lists: Mapping[str, FeatureList],
+) -> tuple[dict[str, FeatureList], dict[str, FeatureList]]:
+    """(the tensors' lists, the term-only lists by tensor name) of what `lists_per_tensor` gave."""
+    own = {name: fl for name, fl in lists.items() if not name.startswith(TERM_ONLY_PREFIX)}
+    terms = {
+        name[len(TERM_ONLY_PREFIX) :]: fl for name, fl in lists.items() if name.startswith(TERM_ONLY_PREFIX)
+    }
+    return own, terms
 
 
 def feature_list_caps(config: TensorizeConfig, list_key: Mapping[str, str]) -> dict[str, int | None]:
@@ -298,6 +330,7 @@ def lists_per_tensor(
     for name, key in list_key.items():
         if key in keyed_lists:
             tensors[name] = _list_of(keyed_lists[key], name)
+    tensors.update({key: fl for key, fl in keyed_lists.items() if key.startswith(TERM_ONLY_PREFIX)})
     return tensors
 
 
@@ -405,7 +438,9 @@ class FeatureListLookup:
     """
 
     def __init__(self, lists: Mapping[str, FeatureList | Sequence[str] | pa.Array]):
-        self._vocab = {name: vocab_array(feature_list) for name, feature_list in lists.items()}
+        self._vocab = {
+            name: vocab_array(feature_list) for name, feature_list in split_term_only(lists)[0].items()
+        }
 
     def apply(
         self,
