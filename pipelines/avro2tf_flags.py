@@ -24,7 +24,7 @@ ALIASES = {
     "tensorize-in-config-path": "config",
     "execution-mode": "execution_mode",
     "train-mode": "execution_mode",
-    "output-format": "output_format",
+    "output-format": "output_format",  # Avro2TF's values avro / tfrecord are ours too
     "extra-columns-to-keep": "extra_columns_to_keep",
     "tensors-sharing-feature-lists": "tensors_sharing_feature_lists",
     "external-feature-list-path": "external_feature_lists",

@@ -109,8 +109,10 @@ class TensorizeOptions(PipelineOptions):
             "--output_format",
             default="tfrecord",
             choices=tuple(FILE_FORMATS),
-            help="Format of the data files: tfrecord (tf.train.Example records, default) or parquet "
-            "(the same tensors as columns; sparse tensors as <name>/indices and <name>/values).",
+            help="Format of the data files: tfrecord (tf.train.Example records, default), parquet "
+            "(the same tensors as columns; sparse tensors as <name>/indices and <name>/values) or "
+            "avro (Avro2TF's default: the tensors as record fields; a sparse tensor as a record "
+            "{indices, values}).",
         )
         parser.add_argument(
             "--num_shards",
@@ -132,7 +134,8 @@ class TensorizeOptions(PipelineOptions):
             default=None,
             choices=tuple(dict.fromkeys(c for cs in FILE_FORMATS.values() for c in cs)),
             help="Compression of the data files. TFRecord: none (default), gzip (.tfrecord.gz) or "
-            "zlib (.tfrecord.zlib); Parquet: snappy (default), gzip, zstd or none.",
+            "zlib (.tfrecord.zlib); Parquet: snappy (default), gzip, zstd or none; Avro: snappy "
+            "(default), deflate, zstd or none.",
         )
         parser.add_argument(
             "--save_mode",

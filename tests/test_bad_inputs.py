@@ -50,7 +50,7 @@ def test_an_unknown_flag_without_a_close_match(tmp_path, capsys):
     [
         ("--input_format", "xml", "argument --input_format: invalid choice: 'xml' (choose from 'auto', 'avro', 'orc', 'parquet', 'tfrecord')"),
         ("--num_shards", "x", "argument --num_shards: invalid int value: 'x'"),
-        ("--output_format", "csv", "argument --output_format: invalid choice: 'csv' (choose from 'tfrecord', 'parquet')"),
+        ("--output_format", "csv", "argument --output_format: invalid choice: 'csv' (choose from 'tfrecord', 'parquet', 'avro')"),
     ],
 )  # fmt: skip
 def test_a_bad_flag_value_is_one_line(tmp_path, capsys, flag, value, message):

@@ -766,3 +766,25 @@ def test_partition_ids_give_the_cli_files(spark, tmp_path):
         "partition=0", "partition=1", "partition=2"
     }  # fmt: skip
     assert _tree(tmp_path / "spark") == beam_files
+
+
+@pytest.mark.parametrize("shards", [None, 2])
+def test_avro_output_gives_the_cli_files(spark, tmp_path, shards):
+    """Avro output (Avro2TF's default): the same files on Spark as on Beam, with one file per
+    input split or `num_shards` files."""
+    from pipelines.tensorize import main
+    from tests.test_scale import _tree
+
+    flags = ["--output_format", "avro", "--quiet"] + ([] if shards is None else ["--num_shards", str(shards)])
+    assert (
+        main(["--input", SAMPLE_AVRO, "--config", AVRO2TF_CONFIG, "--output", str(tmp_path / "beam"), *flags])
+        == 0
+    )
+    tensorize_spark(
+        spark, SAMPLE_AVRO, AVRO2TF_CONFIG, str(tmp_path / "spark"), num_shards=shards, output_format="avro"
+    )
+    beam_files = _tree(tmp_path / "beam")
+    assert len([n for n in beam_files if n.startswith("trainingData/part-") and n.endswith(".avro")]) == (
+        shards or 1
+    )
+    assert _tree(tmp_path / "spark") == beam_files

@@ -1,5 +1,7 @@
-"""Beam sources and sinks: tables (Avro, Parquet, ORC, TFRecord) in, TFRecord and Parquet out."""
+"""Beam sources and sinks: tables (Avro, Parquet, ORC, TFRecord) in, TFRecord, Parquet and
+Avro out."""
 
+from beam_tensorize.io.avro import WriteAvro
 from beam_tensorize.io.parquet import WriteParquet
 from beam_tensorize.io.read_tfrecord import ReadTFRecord, ReadTFRecordOutputs, infer_tfrecord_schema
 from beam_tensorize.io.table import ReadAvro, ReadOrc, ReadParquet, ReadTable
@@ -12,6 +14,7 @@ __all__ = [
     "ReadTFRecord",
     "ReadTFRecordOutputs",
     "ReadTable",
+    "WriteAvro",
     "WriteParquet",
     "WriteTFRecord",
     "infer_tfrecord_schema",

@@ -10,10 +10,43 @@ import apache_beam as beam
 from beam_tensorize.io.sharded import WriteShardedFiles
 from beam_tensorize.kernels.shards import ROWS
 
-__all__ = ["WriteParquet"]
+__all__ = ["WriteColumnarFiles", "WriteParquet"]
 
 
-class WriteParquet(WriteShardedFiles):
+class WriteColumnarFiles(WriteShardedFiles):
+    """The sink of files holding rows of columns (`file_format` of a subclass): the columns of
+    each batch written as they are, no record type. See `WriteParquet` for the arguments."""
+
+    #: "parquet" or "avro".
+    file_format = ""
+
+    def __init__(
+        self,
+        directory: str,
+        num_shards: int | None = None,
+        compression: str = "snappy",
+        save_mode: str = "error",
+        partition_by: Sequence[str] = (),
+        write_success_file: bool = True,
+        commit_gate: beam.PCollection | None = None,
+        max_records_per_file: int | None = None,
+    ):
+        super().__init__(
+            directory,
+            self.file_format,
+            num_shards,
+            compression,
+            save_mode,
+            ROWS,
+            None,
+            partition_by,
+            write_success_file,
+            commit_gate,
+            max_records_per_file,
+        )
+
+
+class WriteParquet(WriteColumnarFiles):
     """Write record batches as Parquet files (one per input split, or `num_shards` per folder),
     committed atomically.
 
@@ -48,27 +81,4 @@ class WriteParquet(WriteShardedFiles):
         {'x': [[]]}
     """
 
-    def __init__(
-        self,
-        directory: str,
-        num_shards: int | None = None,
-        compression: str = "snappy",
-        save_mode: str = "error",
-        partition_by: Sequence[str] = (),
-        write_success_file: bool = True,
-        commit_gate: beam.PCollection | None = None,
-        max_records_per_file: int | None = None,
-    ):
-        super().__init__(
-            directory,
-            "parquet",
-            num_shards,
-            compression,
-            save_mode,
-            ROWS,
-            None,
-            partition_by,
-            write_success_file,
-            commit_gate,
-            max_records_per_file,
-        )
+    file_format = "parquet"

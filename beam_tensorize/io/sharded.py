@@ -24,7 +24,7 @@ from beam_tensorize.job.commit import (
     commit_files,
 )
 from beam_tensorize.job.files import create_file
-from beam_tensorize.kernels.shards import order_chunks, shard_chunks, write_file
+from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, order_chunks, shard_chunks, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.progress import ProgressCounter
 
@@ -226,7 +226,7 @@ class _WriteShardFn(beam.DoFn):
         if checked["skip"]:
             return
         ordered = order_chunks(chunks)
-        if not ordered and self._plan.file_format == "parquet":
+        if not ordered and self._plan.file_format in COLUMNAR_FORMATS:
             return
         temp_path = self._plan.temp_path(path, shard)
         with create_file(temp_path) as raw:

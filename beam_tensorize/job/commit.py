@@ -20,6 +20,7 @@ from typing import NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from beam_tensorize.job.files import create_file, list_files, new_file
+from beam_tensorize.kernels.avro_output import AVRO_COMPRESSIONS
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
 from beam_tensorize.kernels.split_files import SplitFiles
 from beam_tensorize.kernels.tfrecord.files import relative_path
@@ -52,6 +53,7 @@ COMPRESSIONS = {
 FILE_FORMATS = {
     "tfrecord": tuple(COMPRESSIONS),
     "parquet": ("snappy", *[c for c in PARQUET_COMPRESSIONS if c != "snappy"]),
+    "avro": tuple(AVRO_COMPRESSIONS),
 }
 #: What to do when the target folder (or, for `overwrite_partitions`, a partition) holds data.
 SAVE_MODES = ("error", "overwrite", "overwrite_partitions", "append", "ignore")
@@ -63,9 +65,9 @@ TEMP_FOLDER = "_temporary"
 def shard_file_name(
     shard: int, num_shards: int, compression: str = "none", suffix: str = "", file_format: str = "tfrecord"
 ) -> str:
-    """`part-00000-of-00004[suffix].tfrecord[.gz|.zlib]`, or `...[suffix].parquet` (Parquet
-    compresses inside the file)."""
-    extension = ".parquet" if file_format == "parquet" else COMPRESSIONS[compression]
+    """`part-00000-of-00004[suffix].tfrecord[.gz|.zlib]`, or `...[suffix].parquet` /
+    `.avro` (those compress inside the file)."""
+    extension = COMPRESSIONS[compression] if file_format == "tfrecord" else f".{file_format}"
     return f"part-{shard:05d}-of-{num_shards:05d}{suffix}{extension}"
 
 

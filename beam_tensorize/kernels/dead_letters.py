@@ -91,8 +91,8 @@ def encode_with_dead_letters(
     encoded = batch.drop_columns(keep) if keep else batch
     every_layout = tuple(layouts) + tuple(extra)
     result = to_feature_columns(encoded, every_layout)
-    if output_format == "parquet":
-        data = tensor_columns(result.features, every_layout)
+    if output_format in ("parquet", "avro"):
+        data = tensor_columns(result.features, every_layout, sparse_as_records=output_format == "avro")
     else:
         serialized = encode_examples(result.features)
         data = pa.RecordBatch.from_arrays([serialized], names=[SERIALIZED_COLUMN])

@@ -47,6 +47,7 @@ __all__ = [
     "PARQUET_COMPRESSIONS",
     "ROW_GROUP_ROWS",
     "ParquetFileWriter",
+    "WriteSink",
     "tensor_columns",
     "write_parquet_shard",
 ]
@@ -91,27 +92,37 @@ def _tensor_column(features: pa.RecordBatch, layout: FeatureLayout) -> pa.Array:
     return pa.ListArray.from_arrays(_offsets(counts), nested)
 
 
-def tensor_columns(features: pa.RecordBatch, layouts: Sequence[FeatureLayout]) -> pa.RecordBatch:
+def tensor_columns(
+    features: pa.RecordBatch, layouts: Sequence[FeatureLayout], sparse_as_records: bool = False
+) -> pa.RecordBatch:
     """One Parquet column per tensor (two per sparse tensor), from the Example feature columns
-    of the same rows (see the module docstring); in `layouts` order."""
+    of the same rows (see the module docstring); in `layouts` order. With `sparse_as_records`
+    (Avro output) a sparse tensor is one `struct<indices, values>` column named like it."""
     names: list[str] = []
     columns: list[pa.Array] = []
     for layout in layouts:
         if layout.kind == "sparse":
+            parts = []
             for key, leaf in ((layout.index_key, pa.int64()), (layout.value_key, pa.float32())):
                 column = features.column(key)
-                names.append(key)
-                columns.append(
+                parts.append(
                     pa.ListArray.from_arrays(_offsets(list_lengths(column)), column.flatten().cast(leaf))
                 )
+            if sparse_as_records:
+                names.append(layout.name)
+                columns.append(pa.StructArray.from_arrays(parts, ["indices", "values"]))
+            else:
+                names += [layout.index_key, layout.value_key]
+                columns += parts
         else:
             names.append(layout.name)
             columns.append(_tensor_column(features, layout))
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
-class _Sink:
-    """A write-only file object pyarrow can stream to (it needs `closed` and `tell`)."""
+class WriteSink:
+    """A write-only file object over `raw` that pyarrow and fastavro can stream to (they need
+    `closed`, `tell`, and to know it cannot seek)."""
 
     def __init__(self, raw: BinaryIO):
         self._raw = raw
@@ -128,6 +139,9 @@ class _Sink:
 
     def flush(self) -> None:
         self._raw.flush()
+
+    def seekable(self) -> bool:
+        return False
 
     def close(self) -> None:  # the caller closes `raw`
         self.closed = True
@@ -165,7 +179,7 @@ class ParquetFileWriter:
         batch = batch.replace_schema_metadata(None)
         if self._writer is None:
             self._writer = pq.ParquetWriter(
-                pa.PythonFile(_Sink(self._raw), mode="w"), batch.schema, compression=self._compression
+                pa.PythonFile(WriteSink(self._raw), mode="w"), batch.schema, compression=self._compression
             )
         self._pending.append(batch)
         self._pending_rows += batch.num_rows

@@ -29,6 +29,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
+from beam_tensorize.kernels.avro_output import AvroFileWriter
 from beam_tensorize.kernels.parquet_output import write_parquet_shard
 from beam_tensorize.kernels.partitions import split_by_partition
 from beam_tensorize.kernels.provenance import order_key
@@ -37,6 +38,7 @@ from beam_tensorize.kernels.tfrecord.framing import compressed_writer, write_tfr
 from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
 
 __all__ = [
+    "COLUMNAR_FORMATS",
     "ROWS",
     "Chunk",
     "order_chunks",
@@ -50,8 +52,10 @@ __all__ = [
 #: A run of records of one batch bound for one file: (the batch's order key, the records, or
 #: the rows themselves for columnar files).
 Chunk = tuple[str, pa.Array | pa.RecordBatch]
-#: `record_type` of columnar sinks (Parquet): the rows stay a record batch.
+#: `record_type` of columnar sinks (Parquet, Avro): the rows stay a record batch.
 ROWS = "Rows"
+#: Output formats whose files hold rows of tensor columns (not serialized records).
+COLUMNAR_FORMATS = ("parquet", "avro")
 
 
 def serialize_records(batch: pa.RecordBatch, record_type: str, record_column: str | None = None) -> pa.Array:
@@ -192,4 +196,9 @@ def write_file(raw: BinaryIO, chunks: Iterable[Chunk], file_format: str, compres
     (`write_parquet_shard`). Returns the number of records written."""
     if file_format == "parquet":
         return write_parquet_shard(raw, chunks, compression)
+    if file_format == "avro":
+        writer = AvroFileWriter(raw, compression)
+        for _, rows in chunks:
+            writer.write(rows)
+        return writer.close()
     return write_shard(raw, chunks, compression)

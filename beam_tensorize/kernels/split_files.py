@@ -36,10 +36,11 @@ from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
 
+from beam_tensorize.kernels.avro_output import AvroFileWriter
 from beam_tensorize.kernels.parquet_output import ParquetFileWriter
 from beam_tensorize.kernels.partitions import split_by_partition
 from beam_tensorize.kernels.provenance import order_key, split_key
-from beam_tensorize.kernels.shards import ROWS, serialize_records
+from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, serialize_records
 from beam_tensorize.kernels.tfrecord.framing import compressed_writer, write_tfrecords
 
 __all__ = ["RecordFileWriter", "SplitFiles", "WrittenFile", "batch_file_key"]
@@ -76,13 +77,15 @@ class RecordFileWriter:
         self._format = file_format
         if file_format == "parquet":
             self._parquet = ParquetFileWriter(raw, compression)
+        elif file_format == "avro":
+            self._parquet = AvroFileWriter(raw, compression)
         else:
             self._out = self._stack.enter_context(compressed_writer(raw, compression))
         #: Records written so far.
         self.count = 0
 
     def write(self, records: pa.Array | pa.RecordBatch) -> None:
-        if self._format == "parquet":
+        if self._format in COLUMNAR_FORMATS:
             self._parquet.write(records)
         else:
             write_tfrecords(self._out, records)
@@ -91,7 +94,7 @@ class RecordFileWriter:
     def close(self) -> int:
         """Finish and close the file; returns its record count."""
         try:
-            if self._format == "parquet":
+            if self._format in COLUMNAR_FORMATS:
                 self._parquet.close()
             self._stack.close()
         finally:
@@ -100,7 +103,7 @@ class RecordFileWriter:
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):
-            if self._format == "parquet":
+            if self._format in COLUMNAR_FORMATS:
                 self._parquet.abort()
         with contextlib.suppress(Exception):
             self._raw.close()
@@ -137,11 +140,11 @@ class SplitFiles:
         self._compression = compression
         self._open = open_file
         self._partition_by = tuple(partition_by)
-        self._record_type = ROWS if file_format == "parquet" else record_type
-        self._record_column = None if file_format == "parquet" else record_column
+        self._record_type = ROWS if file_format in COLUMNAR_FORMATS else record_type
+        self._record_column = None if file_format in COLUMNAR_FORMATS else record_column
         self._max = max_records_per_file
         self._token = uuid.uuid4().hex[:12]  # this writer's files only (a retried bundle writes anew)
-        self._extension = ".parquet" if file_format == "parquet" else ".tfrecord"
+        self._extension = f".{file_format}"
         self._split: Hashable = None
         self._key = ""
         self._open_files: dict[str, tuple[str, str, RecordFileWriter]] = {}  # folder -> (key, path, writer)

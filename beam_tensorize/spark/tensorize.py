@@ -95,7 +95,7 @@ from beam_tensorize.kernels.features.vocab import (
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
-from beam_tensorize.kernels.shards import ROWS, shard_chunks, shuffle_rows, write_file
+from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, shard_chunks, shuffle_rows, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
@@ -506,7 +506,7 @@ class _EncodeBatches:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partition = TaskContext.get().partitionId()
-        columnar = self._output_format == "parquet"
+        columnar = self._output_format in COLUMNAR_FORMATS
         index = -1
         for kind, item in self.encoded(source_batches(batches)):
             if kind != _RECORD:
@@ -649,7 +649,7 @@ class _WriteFiles:
 
         for (path, shard), group in itertools.groupby(runs(), key=lambda run: run[0]):
             temp_path = self._plan.temp_path(path, shard)
-            if self._plan.file_format == "parquet":
+            if self._plan.file_format in COLUMNAR_FORMATS:
                 chunks = [("", _from_ipc(payload)) for _, records in group for payload in records.to_pylist()]
             else:
                 chunks = [("", records) for _, records in group]

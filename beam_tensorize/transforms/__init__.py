@@ -11,9 +11,11 @@ from beam_tensorize.transforms.feature_lists import (
 )
 from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
+from beam_tensorize.transforms.ranking import PrepRankingData
 from beam_tensorize.transforms.tensorize import Tensorize, TensorizeOutputs
 
 __all__ = [
+    "PrepRankingData",
     "DEAD_LETTERS",
     "EXAMPLES",
     "ApplyFeatureLists",

@@ -68,9 +68,9 @@ class EncodeExamples(beam.PTransform):
         output_format: str = "tfrecord",
     ):
         super().__init__()
-        if output_format not in ("tfrecord", "parquet"):
+        if output_format not in ("tfrecord", "parquet", "avro"):
             raise ValueError(
-                f"EncodeExamples: output_format {output_format!r} is not one of tfrecord, parquet"
+                f"EncodeExamples: output_format {output_format!r} is not one of tfrecord, parquet, avro"
             )
         self._output_format = output_format
         keep = tuple(keep_columns)

@@ -12,6 +12,7 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.io.avro import WriteAvro
 from beam_tensorize.io.parquet import WriteParquet
 from beam_tensorize.io.table import BATCHES, ReadTable
 from beam_tensorize.io.tfrecord import WriteTFRecord
@@ -298,8 +299,9 @@ class Tensorize(beam.PTransform):
         gate = counts | "MarkIncomplete" >> beam.Map(
             remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
         )
-        if spec.output_format == "parquet":
-            writer = "WriteParquet" >> WriteParquet(
+        if spec.output_format in ("parquet", "avro"):
+            sink = WriteParquet if spec.output_format == "parquet" else WriteAvro
+            writer = f"Write{spec.output_format.capitalize()}" >> sink(
                 split_dir,
                 num_shards=spec.num_shards,
                 max_records_per_file=spec.max_records_per_file,
