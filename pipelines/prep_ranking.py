@@ -50,8 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         "--skip_padding", nargs="?", const="true", default="false", help="Do not pad short groups."
     )
     parser.add_argument("--record_format", choices=RECORD_FORMATS, default="example",
-                        help="example (one Example of lists per group, default) or elwc "
-                        "(TF-Ranking's ExampleListWithContext).")  # fmt: skip
+                        help="example (one Example of lists per group, default), elwc "
+                        "(TF-Ranking's ExampleListWithContext) or avro (Avro2TF's output).")  # fmt: skip
     parser.add_argument(
         "--execution_mode", choices=tuple(_MODES), default="train", help="The split to group."
     )

@@ -193,3 +193,26 @@ def _elwc(data: bytes) -> tuple[list, object]:
         else:
             context = message
     return examples, context
+
+
+def test_avro_records_keep_lists_of_lists_and_sparse_records(tensorized):
+    """--record_format avro (Avro2TF's output): one record per group; document lists stay
+    nested, sparse vectors are records {indices0, indices1, values}."""
+    root, tensorized_dir = tensorized
+    out = root / "avro"
+    args = ["--input", str(tensorized_dir), "--output", str(out), "--group_id_list", "qid",
+            "--group_list_max_size", str(MAX), "--record_format", "avro"]  # fmt: skip
+    assert prep_ranking(args) == 0
+    (path,) = (out / "trainingData").glob("part-*.avro")
+    with open(path, "rb") as f:
+        records = list(fastavro.reader(f))
+    tags = (tensorized_dir / "featureList" / "tags").read_text().splitlines()
+    groups = _groups()
+    assert [r["qid"] for r in records] == list(dict.fromkeys(row["qid"] for row in _rows()))
+    for record in records:
+        docs = groups[record["qid"]][:MAX]
+        assert record["doc"] == [r["doc"] for r in docs] + [0] * (MAX - len(docs))
+        assert record["tags"] == [[tags.index(t) for t in r["tags"]] for r in docs]
+        assert record["termVector"]["indices0"] == [p for p, r in enumerate(docs) for _ in r["terms"]]
+    document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
+    assert document["data"]["trainingData"]["format"] == "avro" and document["recordType"] == "Avro"

@@ -40,9 +40,11 @@ from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples, len
 
 __all__ = ["RECORD_FORMATS", "RankingPlan", "RankingSettings", "elwc_record"]
 
-#: Output records: `example` (one Example per group, lists of documents) or `elwc` (TF-Ranking's
-#: ExampleListWithContext: the query features as the context Example, one Example per document).
-RECORD_FORMATS = ("example", "elwc")
+#: Output records: `example` (one Example per group, lists of documents), `elwc` (TF-Ranking's
+#: ExampleListWithContext: the query features as the context Example, one Example per document)
+#: or `avro` (Avro2TF's output: one Avro record per group, lists of lists kept nested, a sparse
+#: tensor a record {indices0, indices1, values}).
+RECORD_FORMATS = ("example", "elwc", "avro")
 
 _LEAVES = {"int64": pa.int64(), "float32": pa.float32(), "string": pa.binary()}
 
@@ -185,6 +187,41 @@ class RankingPlan:
         )
         return int(pad) if kind == "int64" else float(pad)
 
+    def avro_batch(self, rows: Sequence[Mapping]) -> pa.RecordBatch:
+        """One group's record for Avro output, as a one-row batch (see `RECORD_FORMATS`)."""
+        flat = self.combine(rows)
+        record: dict[str, Any] = {}
+        fields = []
+        for entry in [*self.ids, *self.queries, *self.documents]:
+            name, parse = entry["name"], entry["parse"]
+            kind = _LEAVES[next(iter(entry["featureKeys"].values()))]
+            document = entry in self.documents
+            if entry["layout"] == "sparse":
+                if document:
+                    parts = {p: flat[f"{name}/{p}"] for p in ("indices0", "indices1", "values")}
+                    typ = pa.struct([("indices0", pa.list_(pa.int64())), ("indices1", pa.list_(pa.int64())),
+                                     ("values", pa.list_(pa.float32()))])  # fmt: skip
+                else:
+                    parts = {"indices": flat[parse["indexKey"]], "values": flat[parse["valueKey"]]}
+                    typ = pa.struct([("indices", pa.list_(pa.int64())), ("values", pa.list_(pa.float32()))])
+                record[name], field = parts, pa.field(name, typ)
+            else:
+                key = parse.get("key") or parse["valueKey"]
+                value = flat[key]
+                if document and not _is_scalar(entry):  # re-nest the documents' lists
+                    nested, start = [], 0
+                    for length in flat[f"{name}/row_lengths_1"]:
+                        nested.append(value[start : start + length])
+                        start += length
+                    value, typ = nested, pa.list_(pa.list_(kind))
+                elif document or not _is_scalar(entry):
+                    typ = pa.list_(kind)
+                else:
+                    typ = kind
+                record[name], field = value, pa.field(name, typ)
+            fields.append(field)
+        return pa.RecordBatch.from_pylist([record], schema=pa.schema(fields))
+
     def output_schema(self) -> pa.Schema:
         """The Arrow schema of `combine`'s records (for `encode_examples`)."""
         fields = []
@@ -223,6 +260,10 @@ class RankingPlan:
             for entry in document.get(section, []):
                 if entry["name"] in names and record_format == "example":
                     _grouped_entry(entry, size, self.settings.skip_padding)
+                elif entry["name"] in names and record_format == "avro":
+                    entry["shape"] = [size, *entry["shape"]]  # Avro2TF's rule; no parse entry applies
+                    entry.pop("parse", None)
+                    entry.pop("featureKeys", None)
         document["contentFeatures"] = [e["name"] for e in self.documents]
         document["ranking"] = {
             "groupIds": list(self.settings.group_ids),
@@ -232,7 +273,9 @@ class RankingPlan:
             "skipPadding": self.settings.skip_padding,
             "recordFormat": record_format,
         }
-        document["recordType"] = "Example" if record_format == "example" else "ExampleListWithContext"
+        document["recordType"] = {"example": "Example", "elwc": "ExampleListWithContext", "avro": "Avro"}[
+            record_format
+        ]
         document["data"] = {}
         return document
 

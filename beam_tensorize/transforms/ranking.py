@@ -10,6 +10,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
+from beam_tensorize.io.avro import WriteAvro
 from beam_tensorize.io.read_tfrecord import ReadTFRecord
 from beam_tensorize.io.tfrecord import WriteTFRecord
 from beam_tensorize.job.files import write_text_atomically
@@ -37,8 +38,9 @@ class PrepRankingData(beam.PTransform):
         metadata: the input's metadata document (`beam_tensorize.job.metadata.read_metadata`).
         settings: group ids, list size, padding (`RankingSettings`).
         split: the split folder to read and write (`trainingData`, ...).
-        record_format: "example" (one Example of lists per group) or "elwc" (TF-Ranking's
-            ExampleListWithContext: query features as the context, an Example per document).
+        record_format: "example" (one Example of lists per group), "elwc" (TF-Ranking's
+            ExampleListWithContext: query features as the context, an Example per document)
+            or "avro" (Avro2TF's output: one Avro record per group).
         num_shards: files to write.
         save_mode: as `WriteTFRecord`.
 
@@ -95,14 +97,19 @@ class PrepRankingData(beam.PTransform):
             | "GroupRows" >> beam.GroupByKey()
             | "RankingRecord" >> beam.Map(_ranking_record, plan, self._format)
         )
-        written = records | "WriteRecords" >> WriteTFRecord(
-            posixpath.join(self._output, self._split),
-            num_shards=self._num_shards,
-            compression=self._compression,
-            save_mode=self._save_mode,
-            record_type="ByteArray",
-            record_column="record",
-        )
+        folder = posixpath.join(self._output, self._split)
+        if self._format == "avro":
+            sink = WriteAvro(folder, num_shards=self._num_shards, save_mode=self._save_mode)
+        else:
+            sink = WriteTFRecord(
+                folder,
+                num_shards=self._num_shards,
+                compression=self._compression,
+                save_mode=self._save_mode,
+                record_type="ByteArray",
+                record_column="record",
+            )
+        written = records | "WriteRecords" >> sink
         return written | "WriteMetadata" >> beam.Map(
             _write_metadata, plan, self._output, self._split, self._format
         )
@@ -120,11 +127,13 @@ def _ranking_record(grouped: tuple, plan: RankingPlan, record_format: str) -> pa
     _, placed = grouped
     placed = sorted(placed, key=lambda item: item[0])
     rows = [row for _, row in placed]
+    path, offset, index = placed[0][0]
+    if record_format == "avro":
+        return with_source(plan.avro_batch(rows), path, offset + index, unit="row")
     if record_format == "example":
         record = plan.encode(plan.combine(rows))
     else:
         record = _elwc(plan, rows)
-    path, offset, index = placed[0][0]
     batch = pa.RecordBatch.from_pydict({"record": pa.array([record], pa.binary())})
     return with_source(batch, path, offset + index, unit="row")
 
@@ -152,7 +161,11 @@ def _write_metadata(
 ) -> dict:
     document = plan.output_metadata(record_format)
     document["data"] = {
-        split: {"files": written["files"], "numRecords": written["numRecords"], "format": "tfrecord"}
+        split: {
+            "files": written["files"],
+            "numRecords": written["numRecords"],
+            "format": "avro" if record_format == "avro" else "tfrecord",
+        }
     }
     write_text_atomically(posixpath.join(output_dir, METADATA_FILE), metadata_json(document))
     write_text_atomically(
