@@ -55,7 +55,7 @@ def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """`argv` with Avro2TF's flags rewritten to ours, and the notes to print.
 
     `--num-output-files -1` (Avro2TF's "as the data comes") is dropped: one file per input
-    split is our default.
+    split is our default. Avro2TF's names are recognised with `_` too (`--num_output_files`).
 
     Raises:
         ValueError: an Avro2TF flag whose feature is not built yet (one line, naming it).
@@ -67,6 +67,7 @@ def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     while i < len(args):
         token = args[i]
         name, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
+        name = name.replace("_", "-")  # --num_output_files is Avro2TF's --num-output-files too
         if name in _NOT_YET:
             raise ValueError(
                 f"Avro2TF's --{name} is not supported yet; see docs/migrating-from-avro2tf.md for "

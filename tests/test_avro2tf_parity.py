@@ -347,3 +347,15 @@ def test_avro_output_holds_the_tensors_of_the_parquet_output(tmp_path):
     assert document["data"]["trainingData"]["format"] == "avro"
     with pytest.raises(ValueError, match="'x/indices' is not an Avro field name"):
         avro_schema(pa.schema([("x/indices", pa.int64())]))
+
+
+def test_avro2tf_flag_names_with_underscores_and_notes():
+    from pipelines.avro2tf_flags import translate
+
+    argv, notes = translate(["--num_output_files", "2", "--min_parts=4", "--working_dir", "o", "--runner", "X"])
+    assert argv == ["--num_shards", "2", "--output", "o", "--runner", "X"]
+    assert notes == [
+        "--min-parts: Beam plans input splits from the file sizes (--split_bytes), so there is no "
+        "minimum number of partitions to set"
+    ]
+    assert translate(["--num-output-files=-1"]) == ([], [])
