@@ -352,7 +352,9 @@ def test_avro_output_holds_the_tensors_of_the_parquet_output(tmp_path):
 def test_avro2tf_flag_names_with_underscores_and_notes():
     from pipelines.avro2tf_flags import translate
 
-    argv, notes = translate(["--num_output_files", "2", "--min_parts=4", "--working_dir", "o", "--runner", "X"])
+    argv, notes = translate(
+        ["--num_output_files", "2", "--min_parts=4", "--working_dir", "o", "--runner", "X"]
+    )
     assert argv == ["--num_shards", "2", "--output", "o", "--runner", "X"]
     assert notes == [
         "--min-parts: Beam plans input splits from the file sizes (--split_bytes), so there is no "
