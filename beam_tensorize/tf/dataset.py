@@ -86,40 +86,117 @@ def make_dataset(
     split: str = "train",
     batch_size: int = 128,
     labels: bool = True,
+    *,
+    shuffle_files: bool = False,
+    shuffle_buffer: int = 0,
+    seed: int | None = None,
+    repeat: int | None = 1,
+    drop_remainder: bool = False,
+    num_parallel_reads: int | None = None,
+    num_parallel_calls: int = tf.data.AUTOTUNE,
+    prefetch: int | None = tf.data.AUTOTUNE,
+    input_context: tf.distribute.InputContext | None = None,
+    num_shards: int | None = None,
+    shard_index: int | None = None,
 ) -> tf.data.Dataset:
-    """A dataset of parsed batches from an output folder.
+    """A training-ready dataset of parsed batches from a TFRecord output folder.
+
+    Files are read in parallel (interleaved, `num_parallel_reads` at a time; AUTOTUNE when
+    None), optionally shuffled (`shuffle_files` the file order, `shuffle_buffer` records),
+    repeated, batched, parsed in parallel and prefetched. With `seed`, the same seed gives the
+    same order on every run; the interleave is deterministic.
 
     Args:
-        output_dir: the folder `Tensorize` wrote.
-        split: "train", "validation" or "test".
-        batch_size: examples per batch.
+        output_dir: the folder `Tensorize` wrote (it must hold `_SUCCESS`).
+        split: "train", "validation" or "test" (or a split folder's name).
+        batch_size: examples per batch (per input pipeline when sharded).
         labels: yield `(features, labels)` pairs; otherwise one dict of all tensors.
+        shuffle_files: shuffle the order of the files (each epoch anew, from `seed`).
+        shuffle_buffer: shuffle records through a buffer of this many (0: no shuffle).
+        seed: the seed of both shuffles.
+        repeat: epochs (None or -1: forever).
+        drop_remainder: drop a last, smaller batch.
+        num_parallel_reads: files read at once (None: AUTOTUNE).
+        num_parallel_calls: batches parsed at once.
+        prefetch: batches prepared ahead (None: no prefetch).
+        input_context: the `tf.distribute.InputContext` of
+            `strategy.distribute_datasets_from_function`: this pipeline reads its shard.
+        num_shards, shard_index: the same without a strategy. Shards are disjoint and complete:
+            by file when there are at least as many files as shards, else by record.
 
     Returns:
-        A `tf.data.Dataset` over the committed files, in file order. For a partitioned split
-        (`--partition_by`), the partition tensors come from the files' `<col>=<value>` folders
-        (a null value, `__HIVE_DEFAULT_PARTITION__`, gives 0 or "").
+        A `tf.data.Dataset` of the committed files. For a partitioned split (`--partition_by`),
+        the partition tensors come from the files' `<col>=<value>` folders (a null value,
+        `__HIVE_DEFAULT_PARTITION__`, gives 0 or "").
+
+    Raises:
+        ValueError: the output is incomplete (no `_SUCCESS`), has no such split, is not
+            TFRecord, or the sharding arguments do not fit; the message says what to do.
     """
-    metadata = load_metadata(output_dir)
+    root = output_dir.rstrip("/")
     folder = _SPLITS.get(split, split)
+    if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
+        raise ValueError(
+            f"{root} has no _SUCCESS: the job writing it has not finished, or failed; wait for it "
+            "or run it again"
+        )
+    metadata = load_metadata(output_dir)
+    if folder not in metadata["data"]:
+        raise ValueError(f"{root} has no {folder} split; it has {sorted(metadata['data'])}")
     data = metadata["data"][folder]
-    files = [posixpath.join(output_dir.rstrip("/"), folder, f) for f in data["files"]]
+    if data.get("format", "tfrecord") != "tfrecord":
+        raise ValueError(
+            f"{root}/{folder} holds {data['format']} files; make_dataset reads TFRecord outputs "
+            "(read Parquet with pyarrow, or write --output_format tfrecord)"
+        )
+    if input_context is not None:
+        if num_shards is not None or shard_index is not None:
+            raise ValueError("give input_context or num_shards / shard_index, not both")
+        num_shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
+    if (num_shards is None) != (shard_index is None) or (
+        num_shards is not None and not 0 <= shard_index < num_shards
+    ):
+        raise ValueError(f"shard_index must be in [0, num_shards), got {shard_index} of {num_shards}")
+    names = list(data["files"])
+    files = [posixpath.join(root, folder, f) for f in names]
     compression = {"GZIP": "GZIP", "ZLIB": "ZLIB"}.get(metadata.get("compression"), "")
     spec = parse_spec(metadata)
     label_names = [entry["name"] for entry in metadata["labels"]]
     partition_columns = data.get("partitionColumns", [])
+    by_file = num_shards is not None and len(files) >= num_shards
+    if by_file:
+        files, names = files[shard_index::num_shards], names[shard_index::num_shards]
+    reads = tf.data.AUTOTUNE if num_parallel_reads is None else num_parallel_reads
     if partition_columns:
-        dataset = _partitioned_records(files, data["files"], partition_columns, spec, compression)
+        dataset = _partitioned_records(files, names, partition_columns, spec, compression)
         record_spec = {k: v for k, v in spec.items() if k not in partition_columns}
 
         def parse(records, values):
-            parsed = tf.io.parse_example(records, record_spec)
-            return {**parsed, **values}
-
-        dataset = dataset.batch(batch_size).map(parse)
+            return {**tf.io.parse_example(records, record_spec), **values}
     else:
-        dataset = tf.data.TFRecordDataset(files, compression_type=compression)
-        dataset = dataset.batch(batch_size).map(lambda records: tf.io.parse_example(records, spec))
+        paths = tf.data.Dataset.from_tensor_slices(files if files else tf.constant([], tf.string))
+        if shuffle_files:
+            paths = paths.shuffle(max(1, len(files)), seed=seed, reshuffle_each_iteration=True)
+        dataset = paths.interleave(
+            lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+            cycle_length=reads,
+            num_parallel_calls=reads,
+            deterministic=True,
+        )
+
+        def parse(records):
+            return tf.io.parse_example(records, spec)
+
+    if num_shards is not None and not by_file:
+        dataset = dataset.shard(num_shards, shard_index)
+    if shuffle_buffer:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat is None or repeat < 0:
+        dataset = dataset.repeat()
+    elif repeat != 1:
+        dataset = dataset.repeat(repeat)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(parse, num_parallel_calls=num_parallel_calls, deterministic=True)
     if labels:
         dataset = dataset.map(
             lambda parsed: (
@@ -127,4 +204,6 @@ def make_dataset(
                 {k: v for k, v in parsed.items() if k in label_names},
             )
         )
+    if prefetch is not None:
+        dataset = dataset.prefetch(prefetch)
     return dataset

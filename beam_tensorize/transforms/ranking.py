@@ -13,6 +13,7 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize.io.avro import WriteAvro
 from beam_tensorize.io.read_tfrecord import ReadTFRecord
 from beam_tensorize.io.tfrecord import WriteTFRecord
+from beam_tensorize.job.commit import SUCCESS_FILE
 from beam_tensorize.job.files import write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE, metadata_json
 from beam_tensorize.kernels.provenance import source_of, with_source
@@ -171,4 +172,5 @@ def _write_metadata(
     write_text_atomically(
         posixpath.join(output_dir, "metadata", "content_feature_list"), "\n".join(document["contentFeatures"])
     )
+    write_text_atomically(posixpath.join(output_dir, SUCCESS_FILE), "")  # last: the output is complete
     return {**written, "metadata": posixpath.join(output_dir, METADATA_FILE)}

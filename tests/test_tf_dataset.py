@@ -1,0 +1,79 @@
+"""`make_dataset` as a training input: completeness check, parallel reads, shuffling, repeats,
+and shards that are disjoint and complete (by file, by record, from a tf.distribute context)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf
+
+from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+from beam_tensorize.tf import make_dataset
+from pipelines.tensorize import main
+
+pytestmark = pytest.mark.pipeline
+
+
+@pytest.fixture(scope="module")
+def output(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tf") / "out"
+    args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out), "--quiet"]
+    assert main([*args, "--max_records_per_file", "50"]) == 0  # 6 files of 50 records
+    return out
+
+
+def _keys(dataset) -> list[tuple]:
+    """(movieId, userIds) of every record, in dataset order."""
+    keys = []
+    for batch in dataset:
+        movies = batch["movieId"].numpy().tolist()
+        users = batch["userId"].to_list() if isinstance(batch["userId"], tf.RaggedTensor) else batch["userId"]
+        keys += [(m, tuple(u)) for m, u in zip(movies, users)]
+    return keys
+
+
+def test_shards_are_disjoint_and_complete(output):
+    everything = Counter(_keys(make_dataset(str(output), batch_size=64, labels=False)))
+    assert sum(everything.values()) == 300
+    for shards in (2, 7):  # by file (6 files), by record (7 > 6 files)
+        parts = [Counter(_keys(make_dataset(str(output), batch_size=64, labels=False, num_shards=shards,
+                                            shard_index=i))) for i in range(shards)]  # fmt: skip
+        assert sum(parts, Counter()) == everything
+        assert all(sum(p.values()) > 0 for p in parts)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+    assert _keys(make_dataset(str(output), labels=False, input_context=context)) == _keys(
+        make_dataset(str(output), labels=False, num_shards=2, shard_index=1)
+    )
+
+
+def test_shuffles_are_seeded_permutations_and_repeat_and_remainder_work(output):
+    plain = _keys(make_dataset(str(output), batch_size=64, labels=False))
+    shuffled = _keys(
+        make_dataset(str(output), batch_size=64, labels=False, shuffle_files=True, shuffle_buffer=100, seed=3)
+    )
+    again = _keys(
+        make_dataset(str(output), batch_size=64, labels=False, shuffle_files=True, shuffle_buffer=100, seed=3)
+    )
+    assert shuffled == again and shuffled != plain and Counter(shuffled) == Counter(plain)
+    batches = list(make_dataset(str(output), batch_size=64, labels=False, repeat=2, drop_remainder=True))
+    assert len(batches) == 600 // 64 and all(b["movieId"].shape[0] == 64 for b in batches)
+    features, labels = next(iter(make_dataset(str(output), batch_size=8)))
+    assert list(labels) == ["response"] and "response" not in features
+
+
+def test_an_incomplete_output_is_refused(output, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(output, copy)
+    (copy / "_SUCCESS").unlink()
+    with pytest.raises(ValueError, match="has no _SUCCESS: the job writing it has not finished, or failed"):
+        make_dataset(str(copy))
+    with pytest.raises(ValueError, match=r"shard_index must be in \[0, num_shards\), got 2 of 2"):
+        make_dataset(str(output), num_shards=2, shard_index=2)
+    with pytest.raises(ValueError, match="has no testData split"):
+        make_dataset(str(output), split="test")
