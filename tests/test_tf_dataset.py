@@ -77,3 +77,23 @@ def test_an_incomplete_output_is_refused(output, tmp_path):
         make_dataset(str(output), num_shards=2, shard_index=2)
     with pytest.raises(ValueError, match="has no testData split"):
         make_dataset(str(output), split="test")
+
+
+def test_the_keras_example_trains_on_an_output(output):
+    """examples/train_keras.py: a model sized from the metadata learns (the loss falls)."""
+    import importlib.util
+
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "train_keras.py"
+    )
+    spec = importlib.util.spec_from_file_location("train_keras", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    tf.keras.utils.set_random_seed(0)
+    model = example.build_model(example.load_metadata(str(output)))
+    data = example.inputs(str(output), batch_size=300)
+    before = model.evaluate(data, verbose=0)
+    model.fit(
+        example.inputs(str(output), shuffle_buffer=300, seed=1, repeat=None), steps_per_epoch=60, verbose=0
+    )
+    assert model.evaluate(data, verbose=0) < 0.5 * before
