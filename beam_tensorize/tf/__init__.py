@@ -3,6 +3,8 @@
 Importing this package imports TensorFlow.
 """
 
+from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import load_metadata, make_dataset, parse_spec
+from beam_tensorize.tf.parquet import Dataset
 
-__all__ = ["load_metadata", "make_dataset", "parse_spec"]
+__all__ = ["DataFrame", "Dataset", "load_metadata", "make_dataset", "parse_spec"]

@@ -1,0 +1,248 @@
+"""`Dataset.from_parquet`: Parquet files into batches of tensors, as HybridBackend's
+`hb.data.Dataset.from_parquet` reads them.
+
+Each file is read column chunk by column chunk with pyarrow (only the selected fields), and
+every batch becomes tensors straight from the Arrow buffers (numpy views, no per-row Python
+step): a scalar column a `tf.Tensor`, a list column a `DataFrame.Value` (flat values and row
+splits per level), which `DataFrame.parse` or `to_dense` turns into sparse or padded tensors.
+Files are read in parallel (interleaved, in a deterministic order); paths may be local or
+`s3://`, `gs://`, `hdfs://` (pyarrow's file systems; S3 takes `AWS_ENDPOINT_URL` and the usual
+credentials from the environment).
+
+Example:
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> pq.write_table(pa.table({"id": [1, 2, 3], "tags": [[7], [], [8, 9]]}), "example.parquet")
+    >>> batch = next(iter(Dataset.from_parquet("example.parquet", batch_size=2, to_dense=True)))
+    >>> batch["id"].numpy().tolist(), batch["tags"].numpy().tolist()
+    ([1, 2], [[7], [0]])
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import tensorflow as tf
+
+from beam_tensorize.tf.dataframe import DataFrame
+
+__all__ = ["Dataset", "ParquetDataset"]
+
+_Field = DataFrame.Field
+_Value = DataFrame.Value
+
+
+def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in path:
+        return pafs.LocalFileSystem(), path
+    if path.startswith("s3://") and os.environ.get("AWS_ENDPOINT_URL"):
+        endpoint = os.environ["AWS_ENDPOINT_URL"]
+        scheme, _, host = endpoint.partition("://")
+        s3 = pafs.S3FileSystem(endpoint_override=host or endpoint, scheme=scheme if host else "https")
+        return s3, path[len("s3://") :]
+    return pafs.FileSystem.from_uri(path)
+
+
+def _open(path: str) -> pq.ParquetFile:
+    filesystem, inner = _filesystem(path)
+    return pq.ParquetFile(filesystem.open_input_file(inner))
+
+
+def _leaf(typ: pa.DataType) -> tuple[pa.DataType, int]:
+    depth = 0
+    while pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        typ, depth = typ.value_type, depth + 1
+    return typ, depth
+
+
+def _tf_dtype(typ: pa.DataType, name: str) -> tf.DType:
+    if (
+        pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_binary(typ)
+        or pa.types.is_large_binary(typ)
+    ):
+        return tf.string
+    try:
+        dtype = tf.as_dtype(typ.to_pandas_dtype())
+    except (NotImplementedError, TypeError):
+        dtype = None
+    if dtype is None or dtype.name not in DataFrame.dtypes():
+        raise TypeError(f"column {name!r} has type {typ}; fields take {', '.join(DataFrame.dtypes())} values")
+    return dtype
+
+
+def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
+    """The fields to read: given ones (names or `Field`s) completed from the file's schema."""
+    if fields is None:
+        fields = schema.names
+    resolved = []
+    for field in fields:
+        field = field if isinstance(field, _Field) else _Field(field)
+        if field.name not in schema.names:
+            raise ValueError(f"{path}: no column {field.name!r}; the file has {schema.names}")
+        leaf, depth = _leaf(schema.field(field.name).type)
+        dtype = field.dtype or _tf_dtype(leaf, field.name)
+        rank = depth if field.ragged_rank is None else field.ragged_rank
+        if rank != depth:
+            raise ValueError(
+                f"{path}: column {field.name!r} is nested {depth} deep; the field says ragged_rank {rank}"
+            )
+        resolved.append(_Field(field.name, dtype, rank, field.shape))
+    return resolved
+
+
+def _signature(fields: Sequence[_Field]) -> dict:
+    signature: dict[str, Any] = {}
+    for field in fields:
+        if field.ragged_rank == 0:
+            signature[field.name] = tf.TensorSpec([None], field.dtype)
+        else:
+            splits = tuple(tf.TensorSpec([None], tf.int64) for _ in range(field.ragged_rank))
+            signature[field.name] = _Value(tf.TensorSpec([None], field.dtype), splits)
+    return signature
+
+
+def _numpy(values: pa.Array, dtype: tf.DType) -> np.ndarray:
+    if dtype == tf.string:
+        return np.asarray(values.cast(pa.large_binary()).fill_null(b"").to_numpy(zero_copy_only=False))
+    if values.null_count:
+        values = values.fill_null(0)
+    return values.to_numpy(zero_copy_only=False).astype(dtype.as_numpy_dtype, copy=False)
+
+
+def _column(column: pa.Array, field: _Field):
+    if field.ragged_rank == 0:
+        return _numpy(column, field.dtype)
+    splits = []
+    for _ in range(field.ragged_rank):
+        if pa.types.is_fixed_size_list(column.type):
+            column = column.cast(pa.list_(column.type.value_type))
+        offsets = np.asarray(column.offsets, dtype=np.int64)  # null lists: equal offsets (empty)
+        splits.append(offsets - offsets[0])
+        column = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    return _Value(_numpy(column, field.dtype), tuple(splits))
+
+
+def _batches(path: bytes, names: Sequence[str], fields: Sequence[_Field], batch_size: int) -> Iterator[dict]:
+    file = _open(path.decode())
+    for batch in file.iter_batches(batch_size=batch_size, columns=list(names)):
+        yield {f.name: _column(batch.column(f.name), f) for f in fields}
+
+
+class ParquetDataset:
+    """Parquet files to be read in batches (`Dataset.from_parquet` without `batch_size`):
+    `.batch(n)` or `.shuffle_batch(n, buffer_size)` gives the `tf.data.Dataset`."""
+
+    def __init__(self, filenames, fields=None, to_dense=None, num_parallel_reads=None):
+        if isinstance(filenames, tf.data.Dataset):
+            self._files = filenames
+            first = next(iter(filenames)).numpy().decode()
+        else:
+            names = [filenames] if isinstance(filenames, str) else list(filenames)
+            if not names:
+                raise ValueError("from_parquet needs one or more files")
+            self._files = tf.data.Dataset.from_tensor_slices(names)
+            first = names[0]
+        self.fields = _resolve_fields(_open(first).schema_arrow, fields, first)
+        self._to_dense = to_dense
+        self._reads = tf.data.AUTOTUNE if num_parallel_reads is None else num_parallel_reads
+
+    def batch(self, batch_size: int, drop_remainder: bool = False) -> tf.data.Dataset:
+        """Batches of `batch_size` rows (each file's last batch may be smaller; with
+        `drop_remainder` those are left out)."""
+        dataset = self._read(batch_size)
+        if drop_remainder:
+            first = self.fields[0]
+            dataset = dataset.filter(lambda batch: _rows(batch[first.name], first) == batch_size)
+        return self._finish(dataset)
+
+    def shuffle_batch(self, batch_size: int, buffer_size: int, seed: int | None = None) -> tf.data.Dataset:
+        """Batches drawn from a buffer of about `buffer_size` rows: the read batches are
+        shuffled (`buffer_size // batch_size` at a time) and so are the rows inside each."""
+        dataset = self._read(batch_size).shuffle(max(1, buffer_size // batch_size), seed=seed)
+        fields = self.fields
+
+        def permute(batch):
+            order = tf.random.shuffle(tf.range(_rows(batch[fields[0].name], fields[0])), seed=seed)
+            return {f.name: _take(batch[f.name], order, f) for f in fields}
+
+        return self._finish(dataset.map(permute))
+
+    def _read(self, batch_size: int) -> tf.data.Dataset:
+        names, fields = [f.name for f in self.fields], self.fields
+        signature = _signature(fields)
+        read = functools.partial(_batches, names=names, fields=fields, batch_size=batch_size)
+        return self._files.interleave(
+            lambda path: tf.data.Dataset.from_generator(read, args=(path,), output_signature=signature),
+            cycle_length=self._reads,
+            num_parallel_calls=self._reads,
+            deterministic=True,
+        )
+
+    def _finish(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+        if self._to_dense:
+            pad = True if self._to_dense is True else list(self._to_dense)
+            fields = self.fields
+            return dataset.map(lambda batch: DataFrame.parse(batch, pad=pad, fields=fields))
+        shaped = [f for f in self.fields if f.shape]
+        if shaped:
+            return dataset.map(
+                lambda batch: {
+                    **batch,
+                    **DataFrame.parse({f.name: batch[f.name] for f in shaped}, fields=shaped),
+                }
+            )
+        return dataset
+
+
+def _rows(value, field: _Field) -> tf.Tensor:
+    """The number of rows of one column's batch."""
+    if field.ragged_rank == 0:
+        return tf.shape(value)[0]
+    return tf.shape(value.nested_row_splits[0])[0] - 1
+
+
+def _take(value, order, field: _Field):
+    if field.ragged_rank == 0:
+        return tf.gather(value, order)
+    ragged = tf.gather(value.to_ragged(), order)
+    return _Value(ragged.flat_values, ragged.nested_row_splits)
+
+
+class Dataset:
+    """HybridBackend-style constructors of datasets of tabular files."""
+
+    @staticmethod
+    def from_parquet(
+        filenames,
+        fields=None,
+        batch_size: int | None = None,
+        to_dense=None,
+        num_parallel_reads: int | None = None,
+    ):
+        """Parquet files as batches of tensors (see the module docstring).
+
+        Args:
+            filenames: a path, a list of paths, or a `tf.data.Dataset` of paths.
+            fields: `DataFrame.Field`s or column names to read (only those columns are read);
+                None reads every column, typed from the first file's schema.
+            batch_size: rows per batch: the `tf.data.Dataset` itself; None gives a
+                `ParquetDataset` to call `.batch(n)` or `.shuffle_batch(n, buffer_size)` on.
+            to_dense: True, or the names of list fields, to pad into dense tensors; otherwise
+                lists come as `DataFrame.Value`s (see `DataFrame.parse`); fields with a `shape`
+                are dense either way.
+            num_parallel_reads: files read at once (None: AUTOTUNE).
+
+        Raises:
+            ValueError: a field names a missing column or the wrong nesting (naming the file).
+            TypeError: a column's type is not one `DataFrame.Field` takes.
+        """
+        dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads)
+        return dataset if batch_size is None else dataset.batch(batch_size)
