@@ -116,3 +116,23 @@ def test_the_cli_writes_its_whole_layout_to_s3(s3, capsys):
     capsys.readouterr()
     assert main(["--output", out, "--input", "x.avro"]) == 2  # --config missing: nothing touched
     assert _objects(client, "tensorized/") == objects
+
+
+def test_from_parquet_reads_s3_through_pyarrow(s3, monkeypatch):
+    """`Dataset.from_parquet` on s3:// (the endpoint and credentials from the environment)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from beam_tensorize.tf import Dataset
+
+    data = io.BytesIO()
+    pq.write_table(pa.table({"id": [1, 2, 3], "tags": [["a"], [], ["b", "c"]]}), data)
+    s3["client"].put_object(Bucket=BUCKET, Key="tables/t.parquet", Body=data.getvalue())
+    endpoint = s3["flags"][0].split("=", 1)[1]
+    for name, value in [("AWS_ENDPOINT_URL", endpoint), ("AWS_ACCESS_KEY_ID", "key"),
+                        ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_DEFAULT_REGION", "us-east-1")]:  # fmt: skip
+        monkeypatch.setenv(name, value)
+    (batch,) = list(Dataset.from_parquet(f"s3://{BUCKET}/tables/t.parquet", batch_size=10))
+    assert batch["id"].numpy().tolist() == [1, 2, 3]
+    assert batch["tags"].to_ragged().to_list() == [[b"a"], [], [b"b", b"c"]]

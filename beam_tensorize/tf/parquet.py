@@ -44,7 +44,10 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     if path.startswith("s3://") and os.environ.get("AWS_ENDPOINT_URL"):
         endpoint = os.environ["AWS_ENDPOINT_URL"]
         scheme, _, host = endpoint.partition("://")
-        s3 = pafs.S3FileSystem(endpoint_override=host or endpoint, scheme=scheme if host else "https")
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        s3 = pafs.S3FileSystem(
+            endpoint_override=host or endpoint, scheme=scheme if host else "https", region=region
+        )
         return s3, path[len("s3://") :]
     return pafs.FileSystem.from_uri(path)
 
