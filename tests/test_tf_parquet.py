@@ -132,3 +132,43 @@ def test_bad_fields_name_the_file_and_column(table_file, tmp_path):
         match=r"field .{1,2}int64_list.{1,2} has shape \[3\], but a row holds another number of values",
     ):
         list(Dataset.from_parquet(path, fields=[DataFrame.Field("int64_list", shape=[3])], batch_size=7))
+
+
+def test_from_output_gives_make_dataset_s_tensors_for_a_parquet_output(tmp_path):
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+    from beam_tensorize.tf import make_dataset
+    from pipelines.tensorize import main
+
+    args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--quiet"]
+    assert main([*args, "--output", str(tmp_path / "tfr")]) == 0
+    assert main([*args, "--output", str(tmp_path / "pq"), "--output_format", "parquet"]) == 0
+    expected = next(iter(make_dataset(str(tmp_path / "tfr"), batch_size=300, labels=False)))
+    got = next(iter(Dataset.from_output(str(tmp_path / "pq"), batch_size=300)))
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        have = got[name]
+        if isinstance(want, tf.SparseTensor):
+            assert tf.sparse.to_dense(have).numpy().tolist() == tf.sparse.to_dense(want).numpy().tolist(), (
+                name
+            )
+        elif isinstance(want, tf.RaggedTensor):
+            assert have.to_list() == want.to_list(), name
+        else:
+            assert have.numpy().tolist() == want.numpy().tolist(), name
+    with pytest.raises(
+        ValueError, match="has no Parquet trainingData split; read TFRecord outputs with make_dataset"
+    ):
+        Dataset.from_output(str(tmp_path / "tfr"))
+
+
+def test_from_orc_reads_as_from_parquet(table_file, tmp_path):
+    import pyarrow.orc as orc
+
+    path, table = table_file
+    columns = ["int64_scalar", "string_list", "float32_nested"]
+    orc_path = str(tmp_path / "t.orc")
+    orc.write_table(table.select(columns), orc_path, stripe_size=64)
+    from_parquet = next(iter(Dataset.from_parquet(path, fields=columns, batch_size=7, to_dense=True)))
+    from_orc = next(iter(Dataset.from_orc(orc_path, fields=columns, batch_size=7, to_dense=True)))
+    for name in columns:
+        assert from_orc[name].numpy().tolist() == from_parquet[name].numpy().tolist()

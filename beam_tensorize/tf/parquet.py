@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import functools
 import os
+import posixpath
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 import tensorflow as tf
 
@@ -52,9 +54,31 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     return pafs.FileSystem.from_uri(path)
 
 
-def _open(path: str) -> pq.ParquetFile:
-    filesystem, inner = _filesystem(path)
-    return pq.ParquetFile(filesystem.open_input_file(inner))
+class _TableFile:
+    """One Parquet or ORC file: its Arrow schema and its batches of selected columns."""
+
+    def __init__(self, path: str, file_format: str):
+        filesystem, inner = _filesystem(path)
+        handle = filesystem.open_input_file(inner)
+        if file_format == "orc":
+            self._orc = paorc.ORCFile(handle)
+            self.schema_arrow = self._orc.schema
+        else:
+            self._parquet = pq.ParquetFile(handle)
+            self.schema_arrow = self._parquet.schema_arrow
+        self._format = file_format
+
+    def iter_batches(self, batch_size: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
+        if self._format == "parquet":
+            yield from self._parquet.iter_batches(batch_size=batch_size, columns=columns)
+            return
+        for stripe in range(self._orc.nstripes):
+            batch = self._orc.read_stripe(stripe, columns=columns)
+            yield from pa.Table.from_batches([batch]).to_batches(max_chunksize=batch_size)
+
+
+def _open(path: str, file_format: str = "parquet") -> _TableFile:
+    return _TableFile(path, file_format)
 
 
 def _leaf(typ: pa.DataType) -> tuple[pa.DataType, int]:
@@ -133,8 +157,10 @@ def _column(column: pa.Array, field: _Field):
     return _Value(_numpy(column, field.dtype), tuple(splits))
 
 
-def _batches(path: bytes, names: Sequence[str], fields: Sequence[_Field], batch_size: int) -> Iterator[dict]:
-    file = _open(path.decode())
+def _batches(
+    path: bytes, names: Sequence[str], fields: Sequence[_Field], batch_size: int, file_format: str = "parquet"
+) -> Iterator[dict]:
+    file = _open(path.decode(), file_format)
     for batch in file.iter_batches(batch_size=batch_size, columns=list(names)):
         yield {f.name: _column(batch.column(f.name), f) for f in fields}
 
@@ -143,7 +169,8 @@ class ParquetDataset:
     """Parquet files to be read in batches (`Dataset.from_parquet` without `batch_size`):
     `.batch(n)` or `.shuffle_batch(n, buffer_size)` gives the `tf.data.Dataset`."""
 
-    def __init__(self, filenames, fields=None, to_dense=None, num_parallel_reads=None):
+    def __init__(self, filenames, fields=None, to_dense=None, num_parallel_reads=None, file_format="parquet"):
+        self._format = file_format
         if isinstance(filenames, tf.data.Dataset):
             self._files = filenames
             first = next(iter(filenames)).numpy().decode()
@@ -153,7 +180,7 @@ class ParquetDataset:
                 raise ValueError("from_parquet needs one or more files")
             self._files = tf.data.Dataset.from_tensor_slices(names)
             first = names[0]
-        self.fields = _resolve_fields(_open(first).schema_arrow, fields, first)
+        self.fields = _resolve_fields(_open(first, file_format).schema_arrow, fields, first)
         self._to_dense = to_dense
         self._reads = tf.data.AUTOTUNE if num_parallel_reads is None else num_parallel_reads
 
@@ -181,7 +208,9 @@ class ParquetDataset:
     def _read(self, batch_size: int) -> tf.data.Dataset:
         names, fields = [f.name for f in self.fields], self.fields
         signature = _signature(fields)
-        read = functools.partial(_batches, names=names, fields=fields, batch_size=batch_size)
+        read = functools.partial(
+            _batches, names=names, fields=fields, batch_size=batch_size, file_format=self._format
+        )
         return self._files.interleave(
             lambda path: tf.data.Dataset.from_generator(read, args=(path,), output_signature=signature),
             cycle_length=self._reads,
@@ -249,3 +278,73 @@ class Dataset:
         """
         dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads)
         return dataset if batch_size is None else dataset.batch(batch_size)
+
+    @staticmethod
+    def from_orc(
+        filenames, fields=None, batch_size: int | None = None, to_dense=None, num_parallel_reads=None
+    ):
+        """ORC files as `from_parquet` reads Parquet files (stripe by stripe)."""
+        dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads, file_format="orc")
+        return dataset if batch_size is None else dataset.batch(batch_size)
+
+    @staticmethod
+    def from_output(output_dir: str, split: str = "train", batch_size: int = 128, num_parallel_reads=None):
+        """A Parquet output of ours (`--output_format parquet`) as the tensors its metadata
+        describes, the same as `make_dataset` gives for a TFRecord output: fixed shapes dense,
+        variable lists ragged, sparse tensors `tf.SparseTensor`s of the recorded size.
+
+        Raises:
+            ValueError: no `_SUCCESS`, no such split, or not a Parquet output.
+        """
+        from beam_tensorize.tf.dataset import load_metadata
+
+        root = output_dir.rstrip("/")
+        folder = {"train": "trainingData", "validation": "validationData", "test": "testData"}.get(
+            split, split
+        )
+        if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
+            raise ValueError(f"{root} has no _SUCCESS: the job writing it has not finished, or failed")
+        metadata = load_metadata(root)
+        data = metadata["data"].get(folder)
+        if data is None or data.get("format") != "parquet":
+            raise ValueError(f"{root} has no Parquet {folder} split; read TFRecord outputs with make_dataset")
+        if data.get("partitionColumns"):
+            raise ValueError(f"{root}/{folder} is partitioned; from_output reads unpartitioned outputs")
+        files = [posixpath.join(root, folder, f) for f in data["files"]]
+        entries = [*metadata["features"], *metadata["labels"], *metadata.get("extraColumns", [])]
+        fields, sparse = [], {}
+        for entry in entries:
+            parse = entry["parse"]
+            if parse["type"] == "SparseFeature":
+                fields += [_Field(parse["indexKey"]), _Field(parse["valueKey"])]
+                sparse[entry["name"]] = (parse["indexKey"], parse["valueKey"], parse.get("size"))
+            elif parse["type"] == "FixedLenFeature" and parse["shape"]:
+                fields.append(_Field(entry["name"], ragged_rank=len(parse["shape"])))
+            else:
+                fields.append(_Field(entry["name"]))
+        shapes = {e["name"]: e["parse"]["shape"] for e in entries if e["parse"]["type"] == "FixedLenFeature"}
+        dataset = ParquetDataset(files, fields, None, num_parallel_reads).batch(batch_size)
+
+        def to_tensors(batch):
+            out = {}
+            for name, value in batch.items():
+                if isinstance(value, _Value):
+                    ragged = value.to_ragged()
+                    out[name] = (
+                        tf.reshape(ragged.flat_values, [-1, *shapes[name]]) if shapes.get(name) else ragged
+                    )
+                else:
+                    out[name] = value
+            for name, (indices, values, size) in sparse.items():
+                ids, vals = out.pop(indices), out.pop(values)
+                rows = tf.cast(ids.value_rowids(), tf.int64)
+                dense = [
+                    ids.nrows(),
+                    size if size is not None else tf.reduce_max(ids.flat_values, initial=-1) + 1,
+                ]
+                out[name] = tf.sparse.reorder(
+                    tf.SparseTensor(tf.stack([rows, ids.flat_values], axis=1), vals.flat_values, dense)
+                )
+            return out
+
+        return dataset.map(to_tensors, num_parallel_calls=tf.data.AUTOTUNE)
