@@ -1,4 +1,6 @@
-"""Train a small Keras model on a tensorized output, read with `make_dataset`.
+"""Train a small Keras model on a tensorized output: a TFRecord output read with
+`make_dataset`, or a Parquet output (`--output_format parquet`) read with
+`Dataset.from_output` — the same tensors either way.
 
     python -m pipelines.tensorize                  # writes ./tensorize_output from the sample
     python examples/train_keras.py tensorize_output
@@ -16,7 +18,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.tf import load_metadata, make_dataset
+from beam_tensorize.tf import Dataset, load_metadata, make_dataset
 
 
 def build_model(metadata: dict) -> tf.keras.Model:
@@ -41,7 +43,9 @@ def build_model(metadata: dict) -> tf.keras.Model:
 
 
 def inputs(output_dir: str, batch_size: int = 32, **options) -> tf.data.Dataset:
-    """(model inputs, rating) batches: the sparse vector made dense for the Dense layers."""
+    """(model inputs, rating) batches: the sparse vector made dense for the Dense layers. A
+    Parquet output is read with `Dataset.from_output` (then `shuffle_buffer`, `seed` and
+    `repeat` apply to its batches)."""
 
     def to_model(features, labels):
         model_inputs = {
@@ -52,7 +56,19 @@ def inputs(output_dir: str, batch_size: int = 32, **options) -> tf.data.Dataset:
         }
         return model_inputs, tf.cast(labels["response"], tf.float32)
 
-    return make_dataset(output_dir, batch_size=batch_size, **options).map(to_model)
+    formats = {info.get("format", "tfrecord") for info in load_metadata(output_dir)["data"].values()}
+    if formats == {"parquet"}:
+        dataset = Dataset.from_output(output_dir, batch_size=batch_size)
+        if options.get("shuffle_buffer"):
+            dataset = dataset.shuffle(
+                max(1, options["shuffle_buffer"] // batch_size), seed=options.get("seed")
+            )
+        if options.get("repeat", 1) is None:
+            dataset = dataset.repeat()
+        dataset = dataset.map(lambda batch: ({k: v for k, v in batch.items() if k != "response"}, batch))
+    else:
+        dataset = make_dataset(output_dir, batch_size=batch_size, **options)
+    return dataset.map(to_model)
 
 
 def train(output_dir: str, steps: int = 20) -> float:

@@ -79,8 +79,22 @@ def test_an_incomplete_output_is_refused(output, tmp_path):
         make_dataset(str(output), split="test")
 
 
-def test_the_keras_example_trains_on_an_output(output):
-    """examples/train_keras.py: a model sized from the metadata learns (the loss falls)."""
+@pytest.mark.parametrize("fmt", ["tfrecord", "parquet"])
+def test_the_keras_example_trains_on_an_output(output, tmp_path, fmt):
+    """examples/train_keras.py: a model sized from the metadata learns (the loss falls), from a
+    TFRecord output (make_dataset) and from a Parquet output (Dataset.from_output)."""
+    if fmt == "parquet":
+        args = [
+            "--input",
+            SAMPLE_AVRO,
+            "--config",
+            SAMPLE_CONFIG,
+            "--output",
+            str(tmp_path / "pq"),
+            "--quiet",
+        ]
+        assert main([*args, "--output_format", "parquet"]) == 0
+        output = tmp_path / "pq"
     import importlib.util
 
     path = os.path.join(
