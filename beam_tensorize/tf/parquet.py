@@ -23,7 +23,7 @@ import functools
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +32,7 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 import tensorflow as tf
 
+from beam_tensorize.kernels.dedup import restore_block
 from beam_tensorize.tf.dataframe import DataFrame
 
 __all__ = ["Dataset", "ParquetDataset"]
@@ -158,19 +159,77 @@ def _column(column: pa.Array, field: _Field):
 
 
 def _batches(
-    path: bytes, names: Sequence[str], fields: Sequence[_Field], batch_size: int, file_format: str = "parquet"
+    path: bytes,
+    names: Sequence[str],
+    fields: Sequence[_Field],
+    batch_size: int,
+    file_format: str = "parquet",
+    dedup: _Dedup | None = None,
 ) -> Iterator[dict]:
     file = _open(path.decode(), file_format)
-    for batch in file.iter_batches(batch_size=batch_size, columns=list(names)):
+    if dedup is None:
+        for batch in file.iter_batches(batch_size=batch_size, columns=list(names)):
+            yield {f.name: _column(batch.column(f.name), f) for f in fields}
+        return
+    pending: list[pa.RecordBatch] = []  # restored rows not yet handed out
+    rows = 0
+    for blocks in file.iter_batches(batch_size=_BLOCKS_PER_READ, columns=dedup.stored(names)):
+        restored = restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
+        pending.append(restored)
+        rows += restored.num_rows
+        while rows >= batch_size:
+            table = pa.Table.from_batches(pending)
+            batch = table.slice(0, batch_size).combine_chunks().to_batches()[0]
+            pending, rows = table.slice(batch_size).to_batches(), rows - batch_size
+            yield {f.name: _column(batch.column(f.name), f) for f in fields}
+    if rows:
+        batch = pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
         yield {f.name: _column(batch.column(f.name), f) for f in fields}
+
+
+#: Deduplicated blocks read from a file at a time.
+_BLOCKS_PER_READ = 16
+
+
+class _Dedup(NamedTuple):
+    """How a file's rows were deduplicated (HybridBackend's `key_idx_field_names` and
+    `value_field_names`): each group's index column and its value columns (the key first)."""
+
+    indexes: tuple[str, ...]
+    groups: tuple[tuple[str, ...], ...]
+
+    def stored(self, names: Sequence[str]) -> list[str]:
+        """The stored columns that restore `names`."""
+        grouped = {c for g in self.groups for c in g}
+        return (
+            [n for n in names if n not in grouped] + [c for g in self.groups for c in g] + list(self.indexes)
+        )
+
+    def others(self, names: Sequence[str]) -> list[str]:
+        grouped = {c for g in self.groups for c in g}
+        return [n for n in names if n not in grouped]
+
+    def restored_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The schema of the restored rows: every stored column but the indexes, one list
+        level less (the block level)."""
+        return pa.schema([pa.field(f.name, f.type.value_type) for f in schema if f.name not in self.indexes])
 
 
 class ParquetDataset:
     """Parquet files to be read in batches (`Dataset.from_parquet` without `batch_size`):
     `.batch(n)` or `.shuffle_batch(n, buffer_size)` gives the `tf.data.Dataset`."""
 
-    def __init__(self, filenames, fields=None, to_dense=None, num_parallel_reads=None, file_format="parquet"):
+    def __init__(
+        self,
+        filenames,
+        fields=None,
+        to_dense=None,
+        num_parallel_reads=None,
+        file_format="parquet",
+        dedup=None,
+    ):
         self._format = file_format
+        self._dedup = dedup
         if isinstance(filenames, tf.data.Dataset):
             self._files = filenames
             first = next(iter(filenames)).numpy().decode()
@@ -180,7 +239,16 @@ class ParquetDataset:
                 raise ValueError("from_parquet needs one or more files")
             self._files = tf.data.Dataset.from_tensor_slices(names)
             first = names[0]
-        self.fields = _resolve_fields(_open(first, file_format).schema_arrow, fields, first)
+        schema = _open(first, file_format).schema_arrow
+        if dedup is not None:
+            stored = [c for g in dedup.groups for c in g] + list(dedup.indexes)
+            missing = [c for c in stored if c not in schema.names]
+            if missing:
+                raise ValueError(
+                    f"{first}: no column(s) {missing} of the deduplicated groups; the file has {schema.names}"
+                )
+            schema = dedup.restored_schema(schema)
+        self.fields = _resolve_fields(schema, fields, first)
         self._to_dense = to_dense
         self._reads = tf.data.AUTOTUNE if num_parallel_reads is None else num_parallel_reads
 
@@ -209,7 +277,12 @@ class ParquetDataset:
         names, fields = [f.name for f in self.fields], self.fields
         signature = _signature(fields)
         read = functools.partial(
-            _batches, names=names, fields=fields, batch_size=batch_size, file_format=self._format
+            _batches,
+            names=names,
+            fields=fields,
+            batch_size=batch_size,
+            file_format=self._format,
+            dedup=self._dedup,
         )
         return self._files.interleave(
             lambda path: tf.data.Dataset.from_generator(read, args=(path,), output_signature=signature),
@@ -258,6 +331,8 @@ class Dataset:
         batch_size: int | None = None,
         to_dense=None,
         num_parallel_reads: int | None = None,
+        key_idx_field_names: Sequence[str] | None = None,
+        value_field_names: Sequence[Sequence[str]] | None = None,
     ):
         """Parquet files as batches of tensors (see the module docstring).
 
@@ -271,12 +346,20 @@ class Dataset:
                 lists come as `DataFrame.Value`s (see `DataFrame.parse`); fields with a `shape`
                 are dense either way.
             num_parallel_reads: files read at once (None: AUTOTUNE).
+            key_idx_field_names, value_field_names: files written deduplicated
+                (`DeduplicateFeatures`): each group's index column (`user-index`) and its value
+                columns (`["user", "user-feat-0"]`); the original rows are restored.
 
         Raises:
             ValueError: a field names a missing column or the wrong nesting (naming the file).
             TypeError: a column's type is not one `DataFrame.Field` takes.
         """
-        dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads)
+        dedup = None
+        if key_idx_field_names or value_field_names:
+            if len(key_idx_field_names or ()) != len(value_field_names or ()):
+                raise ValueError("give one index column (key_idx_field_names) per group of value_field_names")
+            dedup = _Dedup(tuple(key_idx_field_names), tuple(tuple(g) for g in value_field_names))
+        dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads, dedup=dedup)
         return dataset if batch_size is None else dataset.batch(batch_size)
 
     @staticmethod

@@ -1,0 +1,64 @@
+"""`DeduplicateFeatures`: blocks of rows with each user's features stored once (HybridBackend's
+data deduplication; the rules are in `beam_tensorize.kernels.dedup`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.transforms.display import DisplayDataItem
+
+from beam_tensorize.kernels.dedup import deduplicated_blocks
+
+__all__ = ["DeduplicateFeatures"]
+
+
+class DeduplicateFeatures(beam.PTransform):
+    """Turn every `block_size` rows of each batch into one row: the `non_user_cols` as lists,
+    and for each group `[key, value, ...]` of `user_cols` the distinct keys' values once plus
+    `<key>-index` (each row's place among them). Write the result as Parquet
+    (`WriteParquet`); `Dataset.from_parquet(..., key_idx_field_names=..., value_field_names=...)`
+    gives the original rows back.
+
+    Example:
+        >>> import apache_beam as beam, pyarrow as pa
+        >>> rows = pa.RecordBatch.from_pydict({"user": [7, 7, 8], "age": [30, 30, 40], "item": [1, 2, 3]})
+        >>> with beam.Pipeline() as p:
+        ...     _ = (p | beam.Create([rows]) | DeduplicateFeatures(3, [["user", "age"]], ["item"])
+        ...            | beam.Map(lambda b: print(b.to_pydict())))
+        {'item': [[1, 2, 3]], 'user': [[7, 8]], 'age': [[30, 40]], 'user-index': [[0, 0, 1]]}
+    """
+
+    def __init__(self, block_size: int, user_cols: Sequence[Sequence[str]], non_user_cols: Sequence[str]):
+        super().__init__()
+        if not isinstance(block_size, int) or block_size < 1:
+            raise ValueError(
+                f"DeduplicateFeatures: block_size must be a positive number of rows, got {block_size!r}"
+            )
+        if not user_cols or any(not group for group in user_cols):
+            raise ValueError("DeduplicateFeatures: user_cols needs groups of [key, value, ...] columns")
+        self._block_size = block_size
+        self._user_cols = [list(group) for group in user_cols]
+        self._non_user_cols = list(non_user_cols)
+
+    def display_data(self) -> dict:
+        return {
+            "block_size": DisplayDataItem(self._block_size, label="Rows per block"),
+            "user_cols": DisplayDataItem(
+                "; ".join(",".join(g) for g in self._user_cols), label="User columns"
+            ),
+        }
+
+    def expand(self, batches):
+        return batches | "DeduplicateBlocks" >> beam.FlatMap(
+            _blocks, self._block_size, self._user_cols, self._non_user_cols
+        )
+
+
+def _blocks(batch: pa.RecordBatch, block_size, user_cols, non_user_cols) -> Iterable[pa.RecordBatch]:
+    """The deduplicated blocks of a batch, in order, each keeping the batch's tags (where its
+    rows come from, which input split), so they are written in input order."""
+    metadata = batch.schema.metadata
+    for block in deduplicated_blocks(batch, block_size, user_cols, non_user_cols):
+        yield block.replace_schema_metadata(metadata)
