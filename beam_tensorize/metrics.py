@@ -6,6 +6,8 @@ __all__ = [
     "BAD_RECORDS",
     "BATCHES_READ",
     "EXAMPLES_WRITTEN",
+    "DEDUP_VALUES",
+    "DEDUP_VALUES_STORED",
     "FILES_WRITTEN",
     "NAMESPACE",
     "ROWS_COUNTED",
@@ -26,3 +28,6 @@ BAD_RECORDS = "bad_records"
 EXAMPLES_WRITTEN = "examples_written"
 #: TFRecord files written.
 FILES_WRITTEN = "files_written"
+#: User-column values of the rows deduplicated (`DeduplicateFeatures`), and of them those stored.
+DEDUP_VALUES = "dedup_values"
+DEDUP_VALUES_STORED = "dedup_values_stored"

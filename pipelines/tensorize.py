@@ -223,6 +223,20 @@ class TensorizeOptions(PipelineOptions):
             help="The seed of --shuffle (default 0).",
         )
         parser.add_argument(
+            "--dedup_block_size",
+            type=int,
+            default=None,
+            help="With --output_format parquet: write blocks of this many rows with the user columns "
+            "(--dedup_user_cols) stored once per distinct key (HybridBackend's deduplication; "
+            "Dataset.from_output restores the rows).",
+        )
+        parser.add_argument(
+            "--dedup_user_cols",
+            default=None,
+            help="Groups of columns deduplicated by their first (the key), ',' within a group and ';' "
+            "between groups, e.g. 'user,user_age;item,item_price'.",
+        )
+        parser.add_argument(
             "--extra_columns_to_keep",
             default=None,
             help="Comma-separated input columns written as they are beside the tensors (numbers, "
@@ -344,6 +358,12 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         num_partitions=options.num_partitions,
         shuffle=options.shuffle,
         shuffle_seed=options.shuffle_seed,
+        dedup_block_size=options.dedup_block_size,
+        dedup_user_cols=tuple(
+            tuple(c.strip() for c in group.split(",") if c.strip())
+            for group in (options.dedup_user_cols or "").split(";")
+            if group.strip()
+        ),
         extra_columns=tuple(extra),
         partition_by=tuple(partition_by),
         batch_rows=options.batch_rows,
@@ -402,9 +422,26 @@ def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float
         f"  time:          {elapsed:.1f} s"
         + (f" ({format_rate(rows_read, elapsed)} read)" if rows_read else ""),
     ]
+    if data.get("deduplication"):
+        lines.append(
+            f"  deduplicated:  {data['numRecords']} rows in {data.get('numBlocks')} blocks{_saved(result)}"
+        )
     if rows_read == 0:
         lines.append("  note:          the input holds no rows: the output is complete and empty")
     return "\n".join(lines)
+
+
+def _saved(result) -> str:
+    """How many user-column values deduplication left out, from the job's counters."""
+    try:
+        counters = result.metrics().query(MetricsFilter().with_namespace(metrics.NAMESPACE))["counters"]
+        found = {c.key.metric.name: c.committed or 0 for c in counters}
+    except Exception:  # noqa: BLE001 - some runners report no metrics
+        return ""
+    values, stored = found.get(metrics.DEDUP_VALUES, 0), found.get(metrics.DEDUP_VALUES_STORED, 0)
+    if not values:
+        return ""
+    return f"; user columns store {stored} of {values} values ({1 - stored / values:.0%} saved)"
 
 
 class _OneLineErrors(argparse.ArgumentParser):

@@ -90,6 +90,9 @@ class TensorizeSpec:
         shuffle: write the records of each batch in a pseudo-random order drawn from
             `shuffle_seed` and the batch's place in the input (Avro2TF's --shuffle, made
             deterministic; with `num_shards` the records are spread over the files too).
+        dedup_block_size, dedup_user_cols: Parquet output written in blocks of this many rows
+            with each group's `[key, value, ...]` columns stored once per distinct key
+            (HybridBackend's deduplication; `Dataset.from_output` restores the rows).
         batch_rows: rows per batch read.
         split_bytes: about how many bytes one input split reads.
 
@@ -119,6 +122,8 @@ class TensorizeSpec:
     num_partitions: int = 100
     shuffle: bool = False
     shuffle_seed: int = 0
+    dedup_block_size: int | None = None
+    dedup_user_cols: tuple[tuple[str, ...], ...] = ()
     batch_rows: int = formats.DEFAULT_BATCH_ROWS
     split_bytes: int = formats.DEFAULT_SPLIT_BYTES
 
@@ -189,6 +194,22 @@ class TensorizeSpec:
                 raise ValueError(
                     f"{sorted(taken)} name the partition id columns; rename the tensor or extra column"
                 )
+        groups = tuple(tuple(g) for g in self.dedup_user_cols)
+        set_(self, "dedup_user_cols", groups)
+        if (self.dedup_block_size is None) != (not groups):
+            raise ValueError("give dedup_block_size and dedup_user_cols together")
+        if groups:
+            _positive("dedup_block_size", self.dedup_block_size)
+            if self.output_format != "parquet":
+                raise ValueError("deduplication writes Parquet blocks: use output_format parquet")
+            if self.folder_columns:
+                raise ValueError("deduplication and partition folders exclude each other")
+            if self.save_mode == "append":
+                raise ValueError(
+                    "deduplicated output cannot be appended to; write it anew (save_mode overwrite)"
+                )
+            if any(not g or not all(isinstance(c, str) and c for c in g) for g in groups):
+                raise ValueError(f"dedup_user_cols must be groups of column names, got {list(groups)}")
         _positive("batch_rows", self.batch_rows)
         _positive("split_bytes", self.split_bytes)
 

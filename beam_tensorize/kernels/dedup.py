@@ -42,9 +42,13 @@ def _check(batch: pa.Schema, user_cols: Sequence[Sequence[str]], non_user_cols: 
 
 
 def deduplicate_block(
-    block: pa.RecordBatch, user_cols: Sequence[Sequence[str]], non_user_cols: Sequence[str]
+    block: pa.RecordBatch, user_cols: Sequence[Sequence[str]], non_user_cols: Sequence[str] | None
 ) -> pa.RecordBatch:
-    """One block of rows as one deduplicated row (see the module docstring)."""
+    """One block of rows as one deduplicated row (see the module docstring); `non_user_cols`
+    None means every column not in `user_cols`."""
+    if non_user_cols is None:
+        grouped = {c for group in user_cols for c in group}
+        non_user_cols = [n for n in block.schema.names if n not in grouped]
     _check(block.schema, user_cols, non_user_cols)
     names, columns = [], []
     for name in non_user_cols:
@@ -68,7 +72,10 @@ def _one_list(column: pa.Array) -> pa.Array:
 
 
 def deduplicated_blocks(
-    batch: pa.RecordBatch, block_size: int, user_cols: Sequence[Sequence[str]], non_user_cols: Sequence[str]
+    batch: pa.RecordBatch,
+    block_size: int,
+    user_cols: Sequence[Sequence[str]],
+    non_user_cols: Sequence[str] | None,
 ) -> Iterator[pa.RecordBatch]:
     """The blocks of `block_size` rows of a batch, each deduplicated (the last may be shorter)."""
     if block_size < 1:

@@ -406,7 +406,11 @@ class Dataset:
             else:
                 fields.append(_Field(entry["name"]))
         shapes = {e["name"]: e["parse"]["shape"] for e in entries if e["parse"]["type"] == "FixedLenFeature"}
-        dataset = ParquetDataset(files, fields, None, num_parallel_reads).batch(batch_size)
+        dedup = None
+        if data.get("deduplication"):
+            info = data["deduplication"]
+            dedup = _Dedup(tuple(info["indexes"]), tuple(tuple(g) for g in info["groups"]))
+        dataset = ParquetDataset(files, fields, None, num_parallel_reads, dedup=dedup).batch(batch_size)
 
         def to_tensors(batch):
             out = {}

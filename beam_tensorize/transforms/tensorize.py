@@ -32,10 +32,12 @@ from beam_tensorize.job.finish import (
     write_success,
 )
 from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
 from beam_tensorize.kernels.shards import shuffle_rows
+from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
@@ -327,6 +329,10 @@ class Tensorize(beam.PTransform):
         examples = encoded.examples
         if spec.shuffle:
             examples = examples | "ShuffleRows" >> beam.Map(shuffle_rows, spec.shuffle_seed)
+        if spec.dedup_block_size:
+            examples = examples | "DeduplicateUsers" >> DeduplicateFeatures(
+                spec.dedup_block_size, spec.dedup_user_cols
+            )
         written = examples | writer
         skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
         written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
@@ -338,6 +344,14 @@ class Tensorize(beam.PTransform):
             spec.output_format,
             beam.pvalue.AsSingleton(previous) if appending else None,
         )
+        if spec.dedup_block_size:
+            splits = splits | "DescribeBlocks" >> beam.Map(
+                describe_blocks,
+                split,
+                beam.pvalue.AsSingleton(counts),
+                spec.dedup_block_size,
+                spec.dedup_user_cols,
+            )
         maxima = None  # train mode: the largest value of each integer tensor (Avro2TF's rule)
         if spec.execution_mode == "train":
             maxima = (
@@ -364,6 +378,20 @@ class Tensorize(beam.PTransform):
         )
         result = (done, untouched) | "Result" >> beam.Flatten()
         return TensorizeOutputs(result=result, dead_letters=dead_letters)
+
+
+def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, groups) -> dict:
+    """The split's entry for deduplicated blocks: `numRecords` counts rows (the files hold
+    `numBlocks` rows of blocks), and `deduplication` says how to restore them."""
+    info = dict(splits[split])
+    info["numBlocks"] = info["numRecords"]
+    info["numRecords"] = counts["numRecords"]
+    info["deduplication"] = {
+        "blockSize": block_size,
+        "groups": [list(g) for g in groups],
+        "indexes": [index_column(g[0]) for g in groups],
+    }
+    return {**splits, split: info}
 
 
 class _CountingRead(ReadTable):
