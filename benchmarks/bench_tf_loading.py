@@ -108,7 +108,9 @@ if reader == "csv":
         out = {name: fields[i] for i, (name, _) in enumerate(columns)}
         for i in lists:
             name = columns[i][0]
-            out[name] = tf.strings.to_number(tf.strings.split(fields[i], "|"), tf.int64)
+            parts = tf.strings.split(fields[i], "|")
+            parts = tf.ragged.boolean_mask(parts, tf.strings.length(parts) > 0)  # "" is an empty list
+            out[name] = tf.strings.to_number(parts, tf.int64)
         return out
     ds = tf.data.TextLineDataset(path).batch(batch).map(decode)
 elif reader == "tfrecord":
@@ -133,8 +135,10 @@ def measure(reader: str, path: str, runs: int) -> float:
     for _ in range(runs):
         out = subprocess.run(
             [sys.executable, "-c", _READER, reader, path, str(BATCH), json.dumps(_columns())],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True,
         )  # fmt: skip
+        if out.returncode:
+            raise RuntimeError(f"the {reader} reader failed:\n{out.stderr[-3000:]}")
         result = json.loads(out.stdout.strip().splitlines()[-1])
         per_batch.append(result["seconds"] / max(1, result["batches"]))
     return statistics.median(per_batch)
