@@ -2,8 +2,7 @@
 
 A user moving from Avro2TF keeps the flags of their job: each is rewritten to the flag of
 `pipelines.tensorize` that does the same; the flags that mean nothing on Beam are accepted
-with a one-line note saying what happens instead; the Avro2TF features not built yet fail
-with one line rather than being ignored.
+with a one-line note saying what happens instead.
 
 Example:
     >>> translate(["--input-paths", "a.avro", "--working-dir=out", "--enable-cache", "true"])
@@ -37,6 +36,7 @@ ALIASES = {
     "partition-field-name": "partition_field_name",
     "num-partitions": "num_partitions",
     "shuffle": "shuffle",
+    "skip-conversion": "skip_conversion",
 }
 
 #: Avro2TF flags with no meaning on Beam: accepted (with their value), with a note.
@@ -47,18 +47,12 @@ _NOTED = {
     "minimum number of partitions to set",
 }
 
-#: Avro2TF flags whose features are not built yet: refused rather than ignored.
-_NOT_YET = ("skip-conversion",)
-
 
 def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """`argv` with Avro2TF's flags rewritten to ours, and the notes to print.
 
     `--num-output-files -1` (Avro2TF's "as the data comes") is dropped: one file per input
     split is our default. Avro2TF's names are recognised with `_` too (`--num_output_files`).
-
-    Raises:
-        ValueError: an Avro2TF flag whose feature is not built yet (one line, naming it).
     """
     out: list[str] = []
     notes: list[str] = []
@@ -68,11 +62,6 @@ def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         token = args[i]
         name, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
         name = name.replace("_", "-")  # --num_output_files is Avro2TF's --num-output-files too
-        if name in _NOT_YET:
-            raise ValueError(
-                f"Avro2TF's --{name} is not supported yet; see docs/migrating-from-avro2tf.md for "
-                "what to do instead"
-            )
         if name in _NOTED:
             takes_value = not eq and i + 1 < len(args) and not args[i + 1].startswith("--")
             notes.append(f"--{name}: {_NOTED[name]}")

@@ -223,6 +223,15 @@ class TensorizeOptions(PipelineOptions):
             help="The seed of --shuffle (default 0).",
         )
         parser.add_argument(
+            "--skip_conversion",
+            type=_boolean,
+            nargs="?",
+            const=True,
+            default=False,
+            help="Train mode: write the feature lists and the metadata only, no records (Avro2TF's "
+            "--skip-conversion).",
+        )
+        parser.add_argument(
             "--dedup_block_size",
             type=int,
             default=None,
@@ -358,6 +367,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         num_partitions=options.num_partitions,
         shuffle=options.shuffle,
         shuffle_seed=options.shuffle_seed,
+        skip_conversion=options.skip_conversion,
         dedup_block_size=options.dedup_block_size,
         dedup_user_cols=tuple(
             tuple(c.strip() for c in group.split(",") if c.strip())

@@ -186,10 +186,18 @@ def test_avro2tf_flag_names_run_the_same_job(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "note: --enable-cache: Beam does not cache" in err and "note: --min-parts: Beam plans" in err
     assert _tree(tmp_path / "theirs") == _tree(tmp_path / "ours")
-    assert main([*theirs, "--skip-conversion", "true"]) == 2
+    # --skip-conversion: the feature lists and the metadata, no records.
+    skipped = ["--working-dir", str(tmp_path / "skipped"), "--skip-conversion", "true"]
+    assert main([*theirs[:2], *skipped, *theirs[4:]]) == 0
+    assert not (tmp_path / "skipped" / "trainingData").exists()
+    assert (tmp_path / "skipped" / "featureList" / "genreFeatures").read_text() == (
+        tmp_path / "ours" / "featureList" / "genreFeatures"
+    ).read_text()
+    metadata = json.loads((tmp_path / "skipped" / "metadata" / "tensor_metadata.json").read_text())
     assert (
-        "error: Avro2TF's --skip-conversion is not supported yet; see docs/migrating-from-avro2tf.md for what "
-        "to do instead" in capsys.readouterr().err
+        metadata["data"] == {}
+        and metadata["features"]
+        == json.loads((tmp_path / "ours" / "metadata" / "tensor_metadata.json").read_text())["features"]
     )
 
 

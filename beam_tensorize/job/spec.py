@@ -90,6 +90,8 @@ class TensorizeSpec:
         shuffle: write the records of each batch in a pseudo-random order drawn from
             `shuffle_seed` and the batch's place in the input (Avro2TF's --shuffle, made
             deterministic; with `num_shards` the records are spread over the files too).
+        skip_conversion: train mode writes the feature lists and the metadata only, no records
+            (Avro2TF's --skip-conversion).
         dedup_block_size, dedup_user_cols: Parquet output written in blocks of this many rows
             with each group's `[key, value, ...]` columns stored once per distinct key
             (HybridBackend's deduplication; `Dataset.from_output` restores the rows).
@@ -122,6 +124,7 @@ class TensorizeSpec:
     num_partitions: int = 100
     shuffle: bool = False
     shuffle_seed: int = 0
+    skip_conversion: bool = False
     dedup_block_size: int | None = None
     dedup_user_cols: tuple[tuple[str, ...], ...] = ()
     batch_rows: int = formats.DEFAULT_BATCH_ROWS
@@ -194,6 +197,10 @@ class TensorizeSpec:
                 raise ValueError(
                     f"{sorted(taken)} name the partition id columns; rename the tensor or extra column"
                 )
+        if self.skip_conversion and self.execution_mode != "train":
+            raise ValueError(
+                "skip_conversion writes the feature lists and metadata of train mode; use execution_mode train"
+            )
         groups = tuple(tuple(g) for g in self.dedup_user_cols)
         set_(self, "dedup_user_cols", groups)
         if (self.dedup_block_size is None) != (not groups):

@@ -247,8 +247,8 @@ def tensorize_spark(
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
-    if spec.dedup_block_size:
-        raise ValueError("deduplication (dedup_block_size) runs on the Beam job only; run it with the CLI")
+    if spec.dedup_block_size or spec.skip_conversion:
+        raise ValueError("deduplication and skip_conversion run on the Beam job only; run them with the CLI")
     check_same_config(spec)
     config, out, mode, split, split_dir = (
         spec.config,

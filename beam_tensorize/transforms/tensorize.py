@@ -184,6 +184,45 @@ class Tensorize(beam.PTransform):
         )[BATCHES] | "ExtractListTensors" >> ExtractListTensors(spec.config)
         return batches, counted, unreadable
 
+    def _lists_and_metadata_only(
+        self, pipeline, hashed, lists, write_lists, extra_stored
+    ) -> TensorizeOutputs:
+        """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
+        spec = self.spec
+        config, out, split = spec.config, spec.output, spec.split
+        maxima = (
+            hashed
+            | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
+            | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
+        )
+        metadata = (
+            pipeline
+            | "NoSplitWritten" >> beam.Create([{}])
+            | "EmitMetadata"
+            >> EmitMetadata(
+                config,
+                out,
+                spec.compression,
+                feature_lists=lists,
+                write_feature_lists=write_lists,
+                extra_columns=extra_stored,
+                maxima=maxima,
+                discard_unknown=spec.discard_unknown_entries,
+            )
+        )
+        result = metadata | "Result" >> beam.Map(
+            lambda path: {
+                "output": out,
+                "split": split,
+                "files": [],
+                "numRecords": 0,
+                "metadata": path,
+                "conversionSkipped": True,
+            }
+        )
+        nothing = pipeline | "NoDeadLetters" >> beam.Create([])
+        return TensorizeOutputs(result=result, dead_letters=nothing)
+
     def display_data(self) -> dict:
         spec = self.spec
         return {
@@ -264,6 +303,8 @@ class Tensorize(beam.PTransform):
             )
         else:
             lists = own
+        if spec.skip_conversion:
+            return self._lists_and_metadata_only(pipeline, hashed, lists, write_lists, extra_stored)
         encoded = (
             hashed
             | "ApplyFeatureLists"
