@@ -398,8 +398,20 @@ def test_worker_processes_tracebacks_go_to_the_log_file_not_the_console(tmp_path
     the traceback of the failed step) goes to the log file too: the console gets one line."""
     csv = tmp_path / "data.avro"
     csv.write_text("userId,movieId\n1,2\n")
-    args = ["--input", str(csv), "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "o"),
-            "--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]  # fmt: skip
+    args = [
+        "--input",
+        str(csv),
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        str(tmp_path / "o"),
+        "--direct_running_mode",
+        "multi_processing",
+        "--direct_num_workers",
+        "2",
+        "--progress_interval",
+        "600",
+    ]  # fmt: skip  (no progress line on a slow, busy machine)
     assert main(args) == 1
     err = capfd.readouterr().err
     assert len(err.splitlines()) == 1, err
