@@ -190,11 +190,7 @@ class Tensorize(beam.PTransform):
         """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
         spec = self.spec
         config, out, split = spec.config, spec.output, spec.split
-        maxima = (
-            hashed
-            | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
-            | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
-        )
+        maxima = _largest_integers(hashed, config)
         metadata = (
             pipeline
             | "NoSplitWritten" >> beam.Create([{}])
@@ -393,13 +389,7 @@ class Tensorize(beam.PTransform):
                 spec.dedup_block_size,
                 spec.dedup_user_cols,
             )
-        maxima = None  # train mode: the largest value of each integer tensor (Avro2TF's rule)
-        if spec.execution_mode == "train":
-            maxima = (
-                hashed
-                | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
-                | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
-            )
+        maxima = _largest_integers(hashed, config) if spec.execution_mode == "train" else None
         metadata = splits | "EmitMetadata" >> EmitMetadata(
             config,
             out,
@@ -419,6 +409,16 @@ class Tensorize(beam.PTransform):
         )
         result = (done, untouched) | "Result" >> beam.Flatten()
         return TensorizeOutputs(result=result, dead_letters=dead_letters)
+
+
+def _largest_integers(hashed, config: TensorizeConfig):
+    """A PCollection of one dict: the largest value of each integer tensor in the data (their
+    `numUniqueValues`, Avro2TF's rule; train mode)."""
+    return (
+        hashed
+        | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
+        | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
+    )
 
 
 def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, groups) -> dict:
