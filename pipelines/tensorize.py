@@ -164,32 +164,23 @@ class TensorizeOptions(PipelineOptions):
             help="Groups of tensors that share one feature list built from all their entries: "
             "tensor names joined by ',' within a group and ';' between groups, e.g. 'a,b;c,d'.",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--filter_zeros",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Drop zero values from name-term-value sparse vectors (--filter_zeros, or "
+            "Drop zero values from name-term-value sparse vectors (--filter_zeros, or "
             "--filter_zeros=true|false).",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--discard_unknown_entries",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Leave entries that are not in their feature list out of lists and vectors, "
+            "Leave entries that are not in their feature list out of lists and vectors, "
             "instead of giving them the unknown id (Avro2TF's --discard-unknown-entries); a scalar "
             "keeps the unknown id.",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--term_only_feature_lists",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Train mode also writes termOnlyFeatureList/<tensor>: each feature-list tensor's "
+            "Train mode also writes termOnlyFeatureList/<tensor>: each feature-list tensor's "
             "terms counted alone (name-term-value names left out), as Avro2TF's "
             "--enable-term-only-feature-list.",
         )
@@ -206,13 +197,10 @@ class TensorizeOptions(PipelineOptions):
             default=100,
             help="How many partition ids --partition_field_name gives (default 100, as Avro2TF).",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--shuffle",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Write each batch's records in a pseudo-random order drawn from --shuffle_seed and "
+            "Write each batch's records in a pseudo-random order drawn from --shuffle_seed and "
             "the batch's place in the input: the same input gives the same files (Avro2TF's "
             "--shuffle, made deterministic). With --num_shards the records spread over the files too.",
         )
@@ -222,13 +210,10 @@ class TensorizeOptions(PipelineOptions):
             default=0,
             help="The seed of --shuffle (default 0).",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--skip_conversion",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Train mode: write the feature lists and the metadata only, no records (Avro2TF's "
+            "Train mode: write the feature lists and the metadata only, no records (Avro2TF's "
             "--skip-conversion).",
         )
         parser.add_argument(
@@ -257,22 +242,16 @@ class TensorizeOptions(PipelineOptions):
             help="Comma-separated scalar tensors or extra columns that name Hive-style partition "
             "folders <split>/<col>=<value>/, outermost first (left out of the records).",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--verbose",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Show the runner's log and error tracebacks on the console (--verbose, or "
+            "Show the runner's log and error tracebacks on the console (--verbose, or "
             "--verbose=true|false); without it they go to a log file named in the error line.",
         )
-        parser.add_argument(
+        _add_switch(
+            parser,
             "--quiet",
-            type=_boolean,
-            nargs="?",
-            const=True,
-            default=False,
-            help="Print nothing but errors: no progress lines, no summary.",
+            "Print nothing but errors: no progress lines, no summary.",
         )
         parser.add_argument(
             "--progress_interval",
@@ -413,12 +392,8 @@ def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float
     ]
     split = spec.split
     data = metadata.get("data", {}).get(split, {})
-    rows_read = None
-    try:
-        counters = result.metrics().query(MetricsFilter().with_namespace(metrics.NAMESPACE))["counters"]
-        rows_read = sum(c.committed or 0 for c in counters if c.key.metric.name == metrics.ROWS_READ)
-    except Exception:  # noqa: BLE001 - some runners report no metrics
-        pass
+    counters = _counters(result)
+    rows_read = None if counters is None else counters.get(metrics.ROWS_READ, 0)
     if not rows_read and totals.get(metrics.ROWS_READ):
         rows_read = totals[metrics.ROWS_READ]
     lines = [
@@ -434,21 +409,31 @@ def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float
     ]
     if data.get("deduplication"):
         lines.append(
-            f"  deduplicated:  {data['numRecords']} rows in {data.get('numBlocks')} blocks{_saved(result)}"
+            f"  deduplicated:  {data['numRecords']} rows in {data.get('numBlocks')} blocks{_saved(counters)}"
         )
     if rows_read == 0:
         lines.append("  note:          the input holds no rows: the output is complete and empty")
     return "\n".join(lines)
 
 
-def _saved(result) -> str:
-    """How many user-column values deduplication left out, from the job's counters."""
+def _counters(result) -> dict[str, int] | None:
+    """The job's counters (`beam_tensorize.metrics`), summed over steps by name; None when
+    the runner reports no metrics."""
     try:
         counters = result.metrics().query(MetricsFilter().with_namespace(metrics.NAMESPACE))["counters"]
-        found = {c.key.metric.name: c.committed or 0 for c in counters}
     except Exception:  # noqa: BLE001 - some runners report no metrics
-        return ""
-    values, stored = found.get(metrics.DEDUP_VALUES, 0), found.get(metrics.DEDUP_VALUES_STORED, 0)
+        return None
+    found: dict[str, int] = {}
+    for counter in counters:
+        name = counter.key.metric.name
+        found[name] = found.get(name, 0) + (counter.committed or 0)
+    return found
+
+
+def _saved(counters: dict[str, int] | None) -> str:
+    """How many user-column values deduplication left out, from the job's counters."""
+    values = (counters or {}).get(metrics.DEDUP_VALUES, 0)
+    stored = (counters or {}).get(metrics.DEDUP_VALUES_STORED, 0)
     if not values:
         return ""
     return f"; user columns store {stored} of {values} values ({1 - stored / values:.0%} saved)"
@@ -457,6 +442,11 @@ def _saved(result) -> str:
 class _OneLineErrors(argparse.ArgumentParser):
     def error(self, message):
         raise ValueError(f"{message}; run 'python -m pipelines.tensorize --help' for the flags")
+
+
+def _add_switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
+    """An on/off flag: `--name` alone, or `--name=true|false` (also `--name true`)."""
+    parser.add_argument(name, type=_boolean, nargs="?", const=True, default=False, help=help)
 
 
 def _check_our_flags(argv: list[str]) -> argparse.Namespace:
