@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import tensorflow as tf
 
-__all__ = ["load_metadata", "make_dataset", "parse_spec"]
+__all__ = ["committed_split", "load_metadata", "make_dataset", "parse_spec"]
 
 _SPLITS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
 _DTYPES = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
@@ -81,6 +81,25 @@ def _partitioned_records(paths, relative, columns, spec, compression) -> tf.data
     return dataset
 
 
+def committed_split(output_dir: str, split: str) -> tuple[str, str, dict, dict]:
+    """(output folder, split folder name, metadata, the split's entry) of a complete output.
+
+    Raises:
+        ValueError: the output has no `_SUCCESS`, or no such split.
+    """
+    root = output_dir.rstrip("/")
+    folder = _SPLITS.get(split, split)
+    if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
+        raise ValueError(
+            f"{root} has no _SUCCESS: the job writing it has not finished, or failed; wait for it "
+            "or run it again"
+        )
+    metadata = load_metadata(root)
+    if folder not in metadata["data"]:
+        raise ValueError(f"{root} has no {folder} split; it has {sorted(metadata['data'])}")
+    return root, folder, metadata, metadata["data"][folder]
+
+
 def make_dataset(
     output_dir: str,
     split: str = "train",
@@ -133,17 +152,7 @@ def make_dataset(
         ValueError: the output is incomplete (no `_SUCCESS`), has no such split, is not
             TFRecord, or the sharding arguments do not fit; the message says what to do.
     """
-    root = output_dir.rstrip("/")
-    folder = _SPLITS.get(split, split)
-    if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
-        raise ValueError(
-            f"{root} has no _SUCCESS: the job writing it has not finished, or failed; wait for it "
-            "or run it again"
-        )
-    metadata = load_metadata(output_dir)
-    if folder not in metadata["data"]:
-        raise ValueError(f"{root} has no {folder} split; it has {sorted(metadata['data'])}")
-    data = metadata["data"][folder]
+    root, folder, metadata, data = committed_split(output_dir, split)
     if data.get("format", "tfrecord") != "tfrecord":
         raise ValueError(
             f"{root}/{folder} holds {data['format']} files; make_dataset reads TFRecord outputs "

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from beam_tensorize.kernels.dedup import restore_block
 from beam_tensorize.tf.dataframe import DataFrame
+from beam_tensorize.tf.dataset import committed_split
 
 __all__ = ["Dataset", "ParquetDataset"]
 
@@ -379,17 +380,8 @@ class Dataset:
         Raises:
             ValueError: no `_SUCCESS`, no such split, or not a Parquet output.
         """
-        from beam_tensorize.tf.dataset import load_metadata
-
-        root = output_dir.rstrip("/")
-        folder = {"train": "trainingData", "validation": "validationData", "test": "testData"}.get(
-            split, split
-        )
-        if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
-            raise ValueError(f"{root} has no _SUCCESS: the job writing it has not finished, or failed")
-        metadata = load_metadata(root)
-        data = metadata["data"].get(folder)
-        if data is None or data.get("format") != "parquet":
+        root, folder, metadata, data = committed_split(output_dir, split)
+        if data.get("format") != "parquet":
             raise ValueError(f"{root} has no Parquet {folder} split; read TFRecord outputs with make_dataset")
         if data.get("partitionColumns"):
             raise ValueError(f"{root}/{folder} is partitioned; from_output reads unpartitioned outputs")
