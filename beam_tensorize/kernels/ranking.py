@@ -125,9 +125,19 @@ class RankingPlan:
                     "the group's first value)"
                 )
         self._metadata = metadata
+        # Built once: every group's record is made with them.
+        self._read_schema = self._build_read_schema()
+        self._output_schema = self._build_output_schema()
+        context = [k for e in [*self.ids, *self.queries] for k in e["featureKeys"]]
+        document = [k for e in self.documents for k in e["featureKeys"]]
+        self._context_schema = pa.schema([self._read_schema.field(k) for k in context])
+        self._document_schema = pa.schema([self._read_schema.field(k) for k in document])
 
     def read_schema(self) -> pa.Schema:
         """The Arrow schema that reads the needed features of the tensorized records."""
+        return self._read_schema
+
+    def _build_read_schema(self) -> pa.Schema:
         fields = []
         for entry in [*self.ids, *self.queries, *self.documents]:
             scalar = _is_scalar(entry)
@@ -224,6 +234,9 @@ class RankingPlan:
 
     def output_schema(self) -> pa.Schema:
         """The Arrow schema of `combine`'s records (for `encode_examples`)."""
+        return self._output_schema
+
+    def _build_output_schema(self) -> pa.Schema:
         fields = []
         for entry in [*self.ids, *self.queries]:
             scalar = _is_scalar(entry)
@@ -246,8 +259,20 @@ class RankingPlan:
 
     def encode(self, record: Mapping[str, Any]) -> bytes:
         """One group's record as a serialized `tf.train.Example`."""
-        batch = pa.RecordBatch.from_pylist([dict(record)], schema=self.output_schema())
+        batch = pa.RecordBatch.from_pylist([dict(record)], schema=self._output_schema)
         return encode_examples(batch)[0].as_py()
+
+    def elwc(self, rows: Sequence[Mapping]) -> bytes:
+        """One group as a serialized ExampleListWithContext: the group ids and query tensors of
+        its first row as the context, an Example per document (the first `max_size`)."""
+        context = pa.RecordBatch.from_pylist(
+            [{k: rows[0][k] for k in self._context_schema.names}], schema=self._context_schema
+        )
+        documents = pa.RecordBatch.from_pylist(
+            [{k: row[k] for k in self._document_schema.names} for row in rows[: self.settings.max_size]],
+            schema=self._document_schema,
+        )
+        return elwc_record(encode_examples(context)[0].as_py(), encode_examples(documents).to_pylist())
 
     def output_metadata(self, record_format: str = "example") -> dict:
         """The metadata of the grouped records: document tensors' shapes get `max_size` in

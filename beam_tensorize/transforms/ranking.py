@@ -17,8 +17,7 @@ from beam_tensorize.job.commit import SUCCESS_FILE
 from beam_tensorize.job.files import write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE, metadata_json
 from beam_tensorize.kernels.provenance import source_of, with_source
-from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingPlan, RankingSettings, elwc_record
-from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingPlan, RankingSettings
 
 __all__ = ["PrepRankingData"]
 
@@ -134,27 +133,9 @@ def _ranking_record(grouped: tuple, plan: RankingPlan, record_format: str) -> pa
     if record_format == "example":
         record = plan.encode(plan.combine(rows))
     else:
-        record = _elwc(plan, rows)
+        record = plan.elwc(rows)
     batch = pa.RecordBatch.from_pydict({"record": pa.array([record], pa.binary())})
     return with_source(batch, path, offset + index, unit="row")
-
-
-def _elwc(plan: RankingPlan, rows: list[Mapping]) -> bytes:
-    context_keys = [k for e in [*plan.ids, *plan.queries] for k in e["featureKeys"]]
-    document_keys = [k for e in plan.documents for k in e["featureKeys"]]
-    schema = plan.read_schema()
-    context = pa.RecordBatch.from_pylist(
-        [{k: rows[0][k] for k in context_keys}], schema=_select(schema, context_keys)
-    )
-    docs = rows[: plan.settings.max_size]
-    documents = pa.RecordBatch.from_pylist(
-        [{k: row[k] for k in document_keys} for row in docs], schema=_select(schema, document_keys)
-    )
-    return elwc_record(encode_examples(context)[0].as_py(), encode_examples(documents).to_pylist())
-
-
-def _select(schema: pa.Schema, names: list[str]) -> pa.Schema:
-    return pa.schema([schema.field(n) for n in names])
 
 
 def _write_metadata(
