@@ -301,7 +301,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         )
     if options.batch_rows < 1:
         raise ValueError(f"--batch_rows must be at least 1, got {options.batch_rows}")
-    patterns = [SAMPLE_AVRO] if sample else [p.strip() for p in options.input.split(",") if p.strip()]
+    patterns = [SAMPLE_AVRO] if sample else _names(options.input)
     if not patterns:
         raise ValueError("--input names no file")
     if options.input_date_range or options.input_days_range:
@@ -313,18 +313,14 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
                 file=sys.stderr,
             )
     groups = []
-    if options.tensors_sharing_feature_lists:
-        for group in options.tensors_sharing_feature_lists.split(";"):
-            if not group.strip():  # a trailing ';', as Avro2TF allows
-                continue
-            names = [n.strip() for n in group.split(",") if n.strip()]
-            if len(names) < 2:
-                raise ValueError(
-                    f"--tensors_sharing_feature_lists: group {group!r} needs two or more tensor names"
-                )
-            groups.append(names)
-    extra = [c.strip() for c in (options.extra_columns_to_keep or "").split(",") if c.strip()]
-    partition_by = [c.strip() for c in (options.partition_by or "").split(",") if c.strip()]
+    for group, names in _groups(options.tensors_sharing_feature_lists):
+        if len(names) < 2:
+            raise ValueError(
+                f"--tensors_sharing_feature_lists: group {group!r} needs two or more tensor names"
+            )
+        groups.append(names)
+    extra = _names(options.extra_columns_to_keep)
+    partition_by = _names(options.partition_by)
     return TensorizeSpec(
         load_config(SAMPLE_CONFIG if sample else options.config),
         (options.output or DEFAULT_OUTPUT) if sample else options.output,
@@ -348,15 +344,22 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         shuffle_seed=options.shuffle_seed,
         skip_conversion=options.skip_conversion,
         dedup_block_size=options.dedup_block_size,
-        dedup_user_cols=tuple(
-            tuple(c.strip() for c in group.split(",") if c.strip())
-            for group in (options.dedup_user_cols or "").split(";")
-            if group.strip()
-        ),
+        dedup_user_cols=tuple(tuple(names) for _, names in _groups(options.dedup_user_cols)),
         extra_columns=tuple(extra),
         partition_by=tuple(partition_by),
         batch_rows=options.batch_rows,
     )
+
+
+def _names(text: str | None) -> list[str]:
+    """The names of a comma-separated flag value, blanks dropped."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def _groups(text: str | None) -> list[tuple[str, list[str]]]:
+    """(text, names) of each `;`-separated group of a flag value (`a,b;c,d`); an empty group (a
+    trailing `;`, as Avro2TF allows) is dropped."""
+    return [(group, _names(group)) for group in (text or "").split(";") if group.strip()]
 
 
 def build_pipeline(pipeline: beam.Pipeline, spec: TensorizeSpec):

@@ -184,6 +184,21 @@ class Tensorize(beam.PTransform):
         )[BATCHES] | "ExtractListTensors" >> ExtractListTensors(spec.config)
         return batches, counted, unreadable
 
+    def _emit_metadata(self, lists, write_lists, extra_stored, maxima, add_to_recorded=False) -> EmitMetadata:
+        """The metadata step of this job (with or without records)."""
+        spec = self.spec
+        return EmitMetadata(
+            spec.config,
+            spec.output,
+            spec.compression,
+            feature_lists=lists,
+            write_feature_lists=write_lists,
+            extra_columns=extra_stored,
+            maxima=maxima,
+            add_to_recorded=add_to_recorded,
+            discard_unknown=spec.discard_unknown_entries,
+        )
+
     def _lists_and_metadata_only(
         self, pipeline, hashed, lists, write_lists, extra_stored
     ) -> TensorizeOutputs:
@@ -194,17 +209,7 @@ class Tensorize(beam.PTransform):
         metadata = (
             pipeline
             | "NoSplitWritten" >> beam.Create([{}])
-            | "EmitMetadata"
-            >> EmitMetadata(
-                config,
-                out,
-                spec.compression,
-                feature_lists=lists,
-                write_feature_lists=write_lists,
-                extra_columns=extra_stored,
-                maxima=maxima,
-                discard_unknown=spec.discard_unknown_entries,
-            )
+            | "EmitMetadata" >> self._emit_metadata(lists, write_lists, extra_stored, maxima)
         )
         result = metadata | "Result" >> beam.Map(
             lambda path: {
@@ -390,16 +395,8 @@ class Tensorize(beam.PTransform):
                 spec.dedup_user_cols,
             )
         maxima = _largest_integers(hashed, config) if spec.execution_mode == "train" else None
-        metadata = splits | "EmitMetadata" >> EmitMetadata(
-            config,
-            out,
-            spec.compression,
-            feature_lists=lists,
-            write_feature_lists=write_lists,
-            extra_columns=extra_stored,
-            maxima=maxima,
-            add_to_recorded=appending,
-            discard_unknown=spec.discard_unknown_entries,
+        metadata = splits | "EmitMetadata" >> self._emit_metadata(
+            lists, write_lists, extra_stored, maxima, add_to_recorded=appending
         )
         done = metadata | "WriteSuccess" >> beam.Map(
             write_success, out, split, beam.pvalue.AsSingleton(splits), beam.pvalue.AsSingleton(counts)
