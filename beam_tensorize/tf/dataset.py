@@ -130,7 +130,9 @@ def make_dataset(
         split: "train", "validation" or "test" (or a split folder's name).
         batch_size: examples per batch (per input pipeline when sharded).
         labels: yield `(features, labels)` pairs; otherwise one dict of all tensors.
-        shuffle_files: shuffle the order of the files (each epoch anew, from `seed`).
+        shuffle_files: shuffle the order of the files (each epoch anew, from `seed`). A
+            partitioned split (`--partition_by`) is read file after file in file order:
+            neither this nor `num_parallel_reads` applies to it (`shuffle_buffer` does).
         shuffle_buffer: shuffle records through a buffer of this many (0: no shuffle).
         seed: the seed of both shuffles.
         repeat: epochs (None or -1: forever).
