@@ -61,23 +61,26 @@ def first_layouts(candidates) -> tuple:
     return min(found, key=repr) if found else ()
 
 
-def check_partition_columns(config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...]) -> None:
-    """Partition columns must be scalar tensors or extra columns (checked when built)."""
+def check_partition_columns(
+    config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...], setting: str = "partition_by"
+) -> None:
+    """Partition columns must be scalar tensors or extra columns (checked when built); errors
+    name the `setting` that gave them."""
     tensors = {t.name: t for t in config.tensors}
     for name in names:
         if name in tensors:
             layout = layout_of(tensors[name])
             if layout.kind != "fixed_len" or layout.shape != ():
                 raise ValueError(
-                    f"partition_by: tensor {name!r} is not a scalar (shape {list(layout.shape)}, "
+                    f"{setting}: tensor {name!r} is not a scalar (shape {list(layout.shape)}, "
                     f"{layout.kind}); only one value per record can name a folder"
                 )
         elif name not in extra:
             raise ValueError(
-                f"partition_by: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
+                f"{setting}: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
             )
     if len(set(names)) != len(names):
-        raise ValueError(f"partition_by: {list(names)} names a column twice")
+        raise ValueError(f"{setting}: {list(names)} names a column twice")
 
 
 def ignoring_existing(split_dir: str, save_mode: str) -> bool:

@@ -191,7 +191,7 @@ class TensorizeSpec:
                     "give partition_field_name (partition=<id>/ folders) or partition_by, not both"
                 )
             _positive("num_partitions", self.num_partitions)
-            check_partition_columns(config, (field,), names)
+            check_partition_columns(config, (field,), names, "partition_field_name")
             taken = {PARTITION_ID_COLUMN, PARTITION_FOLDER_COLUMN} & (set(names) | set(config.tensor_names))
             if taken:
                 raise ValueError(
