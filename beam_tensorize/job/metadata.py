@@ -53,6 +53,7 @@ def write_metadata(
     maxima: Mapping[str, int] | None = None,
     add_to_recorded: bool = False,
     discard_unknown: bool = False,
+    transform: Mapping | None = None,
 ) -> str:
     """Write the metadata document (and, if asked, the feature lists) now; returns its path.
 
@@ -72,6 +73,8 @@ def write_metadata(
         add_to_recorded: the data is added to what the document describes (appending): the
             recorded maxima count too.
         discard_unknown: entries not in their feature list were left out of lists and vectors.
+        transform: the run's `transform` entry (`TransformSettings.to_json`); None keeps the
+            recorded one.
 
     Example:
         >>> import tempfile
@@ -106,6 +109,7 @@ def write_metadata(
         extra_columns=extra,
         maxima=maxima,
         discard_unknown=discard_unknown,
+        transform=transform if transform is not None else (previous or {}).get("transform"),
     )
     path = posixpath.join(output_dir, METADATA_FILE)
     write_text_atomically(path, metadata_json(document))

@@ -31,6 +31,7 @@ from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_part
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.features.extract import extra_column_names, input_columns
 from beam_tensorize.kernels.partitions import PARTITION_FOLDER_COLUMN, PARTITION_ID_COLUMN
+from beam_tensorize.kernels.serving_settings import TransformSettings
 
 __all__ = ["TensorizeSpec"]
 
@@ -235,6 +236,19 @@ class TensorizeSpec:
         gives `name`), then Avro2TF's `partitionId` with `partition_field_name`."""
         names = extra_column_names(self.extra_columns)
         return (*names, PARTITION_ID_COLUMN) if self.partition_field_name else names
+
+    @property
+    def transform_settings(self) -> TransformSettings:
+        """The settings serving must repeat (the metadata's `transform` entry), without the
+        input schema, which is known when the job runs."""
+        return TransformSettings(
+            extra_columns=self.extra_columns,
+            filter_zeros=self.filter_zeros,
+            discard_unknown_entries=self.discard_unknown_entries,
+            partition_field_name=self.partition_field_name,
+            num_partitions=self.num_partitions,
+            folder_columns=self.folder_columns,
+        )
 
     @property
     def folder_columns(self) -> tuple[str, ...]:

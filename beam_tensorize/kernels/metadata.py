@@ -192,6 +192,7 @@ def build_metadata(
     extra_columns: Sequence[FeatureLayout] = (),
     maxima: Mapping[str, int] | None = None,
     discard_unknown: bool = False,
+    transform: Mapping | None = None,
 ) -> dict:
     """The metadata document for `config`.
 
@@ -207,6 +208,8 @@ def build_metadata(
             (their `numUniqueValues`).
         discard_unknown: entries not in their feature list were left out of lists and vectors
             (which then have no unknown id; scalars keep it).
+        transform: the run's `transform` entry (`TransformSettings.to_json`: what serving needs
+            beside the config and the lists); None leaves it out.
 
     Returns:
         A JSON-serialisable dict.
@@ -218,7 +221,7 @@ def build_metadata(
     def entry(t: TensorConfig) -> dict:
         return _tensor_entry(t, lists.get(t.name), paths.get(t.name), maxima.get(t.name), discard_unknown)
 
-    return {
+    document = {
         "formatVersion": FORMAT_VERSION,
         "config": config.to_json_dict(),
         "configFingerprint": config_fingerprint(config),
@@ -229,6 +232,9 @@ def build_metadata(
         "extraColumns": [_extra_entry(layout) for layout in extra_columns],
         "data": {name: dict(info) for name, info in sorted((splits or {}).items())},
     }
+    if transform is not None:
+        document["transform"] = dict(transform)
+    return document
 
 
 def config_fingerprint(config: TensorizeConfig) -> str:

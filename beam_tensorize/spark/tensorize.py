@@ -25,6 +25,7 @@ and transform do; neither pass holds the input in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -280,8 +281,9 @@ def tensorize_spark(
             (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None,
             spec.shuffle_seed if spec.shuffle else None,
         )  # fmt: skip
+        schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
+        transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
         if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
-            schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
             write = _EncodeAndWrite(
                 encode, plan, spec.max_records_per_file, checked["skip"], columns, spec.batch_rows, schema
             )
@@ -305,7 +307,7 @@ def tensorize_spark(
                 .collect()
             )
         return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists, previous,
-                       spec.extra_names, partition_by, spec.discard_unknown_entries)  # fmt: skip
+                       spec.extra_names, partition_by, spec.discard_unknown_entries, transform)  # fmt: skip
     finally:
         delete_temporary(plan)  # gone already after a commit
         lists_broadcast.destroy()
@@ -381,6 +383,7 @@ def _finish(
     extra,
     partition_by,
     discard_unknown=False,
+    transform=None,
 ) -> dict:
     """The driver's part once the files are written: the Beam job's last steps, in its order."""
     files: list[tuple[str, int | str, str, int]] = []
@@ -410,7 +413,7 @@ def _finish(
     largest = merge_maxima(maxima) if mode == "train" else None
     metadata = write_metadata(
         splits, config, out, plan.compression, write_lists, lists, extra_layouts, largest,
-        add_to_recorded=plan.save_mode == "append", discard_unknown=discard_unknown,
+        add_to_recorded=plan.save_mode == "append", discard_unknown=discard_unknown, transform=transform,
     )  # fmt: skip
     return write_success(metadata, out, split, splits, counts)
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.metadata import write_metadata
+from beam_tensorize.kernels.serving_settings import TransformSettings
 
 __all__ = ["EmitMetadata"]
 
@@ -40,6 +43,10 @@ class EmitMetadata(beam.PTransform):
             maxima count too.
         discard_unknown: entries not in their feature list were left out (no unknown id in
             lists and vectors).
+        settings: the run's `TransformSettings` (recorded as the `transform` entry that
+            `beam_tensorize.serving.Preprocessor` reads); None keeps the recorded entry.
+        input_schema: optional PCollection of one serialized Arrow schema, of the input rows
+            (`beam_tensorize.kernels.serving_settings.one_input_schema`), added to `settings`.
 
     Returns (from `expand`): a PCollection of one element, the metadata file's path.
 
@@ -63,6 +70,8 @@ class EmitMetadata(beam.PTransform):
         maxima=None,
         add_to_recorded: bool = False,
         discard_unknown: bool = False,
+        settings: TransformSettings | None = None,
+        input_schema=None,
     ):
         super().__init__()
         self._config = config
@@ -74,6 +83,8 @@ class EmitMetadata(beam.PTransform):
         self._maxima = maxima
         self._add_to_recorded = add_to_recorded
         self._discard_unknown = discard_unknown
+        self._settings = settings
+        self._input_schema = input_schema
 
     def display_data(self) -> dict:
         return {
@@ -92,6 +103,12 @@ class EmitMetadata(beam.PTransform):
             side_inputs["extra"] = beam.pvalue.AsSingleton(self._extra)
         if self._maxima is not None:
             side_inputs["maxima"] = beam.pvalue.AsSingleton(self._maxima)
+        if self._settings is not None:
+            if self._input_schema is not None:
+                entry = self._input_schema | "TransformEntry" >> beam.Map(_transform_entry, self._settings)
+            else:
+                entry = splits.pipeline | "TransformEntry" >> beam.Create([self._settings.to_json()])
+            side_inputs["transform"] = beam.pvalue.AsSingleton(entry)
         write_lists = self._write_lists
         if isinstance(write_lists, beam.PCollection):
             write_lists = beam.pvalue.AsSingleton(write_lists)
@@ -105,3 +122,11 @@ class EmitMetadata(beam.PTransform):
             discard_unknown=self._discard_unknown,
             **side_inputs,
         )
+
+
+def _transform_entry(schema: bytes | None, settings: TransformSettings) -> dict:
+    """The `transform` entry: the settings with the input schema found when the job ran."""
+    if schema is None:
+        return settings.to_json()
+    read = pa.ipc.read_schema(pa.py_buffer(schema))
+    return dataclasses.replace(settings, input_schema=read).to_json()

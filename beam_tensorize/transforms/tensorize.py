@@ -36,6 +36,7 @@ from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
+from beam_tensorize.kernels.serving_settings import input_schema_of, one_input_schema
 from beam_tensorize.kernels.shards import shuffle_rows
 from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
@@ -184,7 +185,9 @@ class Tensorize(beam.PTransform):
         )[BATCHES] | "ExtractListTensors" >> ExtractListTensors(spec.config)
         return batches, counted, unreadable
 
-    def _emit_metadata(self, lists, write_lists, extra_stored, maxima, add_to_recorded=False) -> EmitMetadata:
+    def _emit_metadata(
+        self, lists, write_lists, extra_stored, maxima, input_schema, add_to_recorded=False
+    ) -> EmitMetadata:
         """The metadata step of this job (with or without records)."""
         spec = self.spec
         return EmitMetadata(
@@ -197,10 +200,12 @@ class Tensorize(beam.PTransform):
             maxima=maxima,
             add_to_recorded=add_to_recorded,
             discard_unknown=spec.discard_unknown_entries,
+            settings=spec.transform_settings,
+            input_schema=input_schema,
         )
 
     def _lists_and_metadata_only(
-        self, pipeline, hashed, lists, write_lists, extra_stored
+        self, pipeline, hashed, lists, write_lists, extra_stored, input_schema
     ) -> TensorizeOutputs:
         """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
         spec = self.spec
@@ -209,7 +214,7 @@ class Tensorize(beam.PTransform):
         metadata = (
             pipeline
             | "NoSplitWritten" >> beam.Create([{}])
-            | "EmitMetadata" >> self._emit_metadata(lists, write_lists, extra_stored, maxima)
+            | "EmitMetadata" >> self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema)
         )
         result = metadata | "Result" >> beam.Map(
             lambda path: {
@@ -250,6 +255,12 @@ class Tensorize(beam.PTransform):
             batches, counted, unreadable = self._read_inputs(pvalue)
         else:
             batches = pvalue
+        # The input rows' schema, recorded for serving (`beam_tensorize.serving`).
+        input_schema = (
+            batches
+            | "InputSchemas" >> beam.Map(input_schema_of)
+            | "OneInputSchema" >> beam.CombineGlobally(one_input_schema)
+        )
         hashed = (
             batches
             | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
@@ -305,7 +316,9 @@ class Tensorize(beam.PTransform):
         else:
             lists = own
         if spec.skip_conversion:
-            return self._lists_and_metadata_only(pipeline, hashed, lists, write_lists, extra_stored)
+            return self._lists_and_metadata_only(
+                pipeline, hashed, lists, write_lists, extra_stored, input_schema
+            )
         encoded = (
             hashed
             | "ApplyFeatureLists"
@@ -396,7 +409,7 @@ class Tensorize(beam.PTransform):
             )
         maxima = _largest_integers(hashed, config) if spec.execution_mode == "train" else None
         metadata = splits | "EmitMetadata" >> self._emit_metadata(
-            lists, write_lists, extra_stored, maxima, add_to_recorded=appending
+            lists, write_lists, extra_stored, maxima, input_schema, add_to_recorded=appending
         )
         done = metadata | "WriteSuccess" >> beam.Map(
             write_success, out, split, beam.pvalue.AsSingleton(splits), beam.pvalue.AsSingleton(counts)

@@ -28,7 +28,10 @@ class ExtractError(ValueError):
 
 
 def extract_tensors(
-    batch: pa.RecordBatch, tensors: Sequence[TensorConfig], extra_columns: Sequence[str] = ()
+    batch: pa.RecordBatch,
+    tensors: Sequence[TensorConfig],
+    extra_columns: Sequence[str] = (),
+    tokenize_text: bool = True,
 ) -> pa.RecordBatch:
     """Evaluate every tensor's input on `batch` (and tokenize it where the config says so).
 
@@ -38,6 +41,8 @@ def extract_tensors(
         extra_columns: input columns to keep as they are, after the tensors (Avro2TF's
             extra columns to keep): column names, or Spark SQL expressions with a name
             (`words.term:terms`, see `extra_column`).
+        tokenize_text: tokenize where the config says so (False: the text before it, what the
+            TensorFlow serving model takes as input).
 
     Returns:
         A batch with one column per tensor, named by tensor, keeping `batch`'s schema metadata
@@ -55,7 +60,7 @@ def extract_tensors(
             else:
                 columns.append(evaluate(info.column_expr_ast, batch))
             tokenization = info.transform_config.tokenization
-            if tokenization is not None:
+            if tokenization is not None and tokenize_text:
                 columns[-1] = tokenize(columns[-1], tokenization.remove_stop_words)
         except (ExpressionEvalError, TypeError) as err:
             what = "columnConfig" if info.column_config is not None else f"columnExpr {info.column_expr!r}"

@@ -26,7 +26,15 @@ from beam_tensorize.config.model import ALL_NAMES, NtvSelection
 from beam_tensorize.kernels.arrow_types import list_lengths
 from beam_tensorize.kernels.features.expressions import ExpressionEvalError, cast_like_spark
 
-__all__ = ["NTV_SEPARATOR", "NTV_TYPE", "is_ntv", "ntv_names_and_terms", "ntv_triples", "select_ntv"]
+__all__ = [
+    "NTV_SEPARATOR",
+    "NTV_TYPE",
+    "is_ntv",
+    "ntv_names_and_terms",
+    "ntv_parts",
+    "ntv_triples",
+    "select_ntv",
+]
 
 #: Joins `name` and `term` into one NTV entry for feature lists and hashing (Avro2TF's form).
 NTV_SEPARATOR = ","
@@ -123,17 +131,18 @@ def ntv_triples(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     Raises:
         ExpressionEvalError: `ntv` is not a list of name/term/value records.
     """
-    row_of, name, term, values = _ntv_parts(ntv)
+    row_of, name, term, values = ntv_parts(ntv)
     return row_of, pc.binary_join_element_wise(name, term, NTV_SEPARATOR), values
 
 
 def ntv_names_and_terms(ntv: pa.Array) -> tuple[pa.Array, pa.Array]:
     """The names and the terms of every record of an NTV column (as in `ntv_triples`)."""
-    _, name, term, _ = _ntv_parts(ntv)
+    _, name, term, _ = ntv_parts(ntv)
     return name, term
 
 
-def _ntv_parts(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
+def ntv_parts(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
+    """(row of each record, its name, its term, its value) of an NTV column, as `ntv_triples`."""
     item = getattr(ntv.type, "value_type", None)
     if item is None or not pa.types.is_struct(item) or {"name", "term", "value"} - {f.name for f in item}:
         raise ExpressionEvalError(

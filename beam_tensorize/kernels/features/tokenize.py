@@ -3,6 +3,7 @@ with Spark ML's `RegexTokenizer` (pattern `\\W`, lower-casing on) and `StopWords
 
 Text is lower-cased and split on every run of characters other than the ASCII letters, digits
 and `_` (Java's `\\W`, which is ASCII-only: `café` gives `caf`); empty pieces are dropped.
+Lower-casing is Java's full Unicode mapping (`İstanbul` gives `i`, a combining dot, `stanbul`).
 With `remove_stop_words`, tokens in `ENGLISH_STOP_WORDS` (Spark's English list, shipped in
 `stopwords/english.txt`) are dropped too. A list of texts gives the tokens of all of them, in
 order. Null text gives no tokens.
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import list_lengths, list_offsets
 
-__all__ = ["ENGLISH_STOP_WORDS", "tokenize"]
+__all__ = ["ENGLISH_STOP_WORDS", "TOKEN_SEPARATORS", "tokenize"]
 
 #: Apache Spark's English stop words (`StopWordsRemover.loadDefaultStopWords("english")`).
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
@@ -31,7 +32,7 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
 )
 
 #: Java's `\\W`: anything but ASCII letters, digits and `_`.
-_SEPARATORS = r"[^A-Za-z0-9_]+"
+TOKEN_SEPARATORS = r"[^A-Za-z0-9_]+"
 
 
 def tokenize(column: pa.Array, remove_stop_words: bool = False) -> pa.LargeListArray:
@@ -56,7 +57,10 @@ def tokenize(column: pa.Array, remove_stop_words: bool = False) -> pa.LargeListA
         raise TypeError(f"tokenization needs text, got {column.type}")
     valid = np.asarray(column.is_valid(), dtype=bool)
     texts, row_of = column.filter(pa.array(valid)), row_of[valid]
-    pieces = pc.split_pattern_regex(pc.utf8_lower(texts), _SEPARATORS)
+    # Java lower-cases with the full Unicode mapping: U+0130 (capital I with dot) becomes "i"
+    # and a combining dot, which splits the word; Arrow's simple mapping gives a bare "i".
+    texts = pc.replace_substring(texts, "\u0130", "i\u0307")
+    pieces = pc.split_pattern_regex(pc.utf8_lower(texts), TOKEN_SEPARATORS)
     counts = np.diff(list_offsets(pieces))
     tokens = pieces.flatten()
     token_row = np.repeat(row_of, counts)
