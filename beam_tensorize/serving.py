@@ -52,6 +52,7 @@ from beam_tensorize.kernels.features.conversion import (
 from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import FeatureList, FeatureListLookup
+from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.kernels.metadata import METADATA_FILE
 from beam_tensorize.kernels.partitions import with_partition_ids
 from beam_tensorize.kernels.serving_settings import TransformSettings
@@ -144,7 +145,7 @@ class Preprocessor:
         parsed = load_config(config) if isinstance(config, (str, os.PathLike)) else config
         lists = {}
         if feature_list_dir is not None:
-            fs, root = _filesystem(feature_list_dir)
+            fs, root = filesystem_for(feature_list_dir)
             infos = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
             names = set(parsed.tensor_names)
             for info in sorted(infos, key=lambda i: i.path):
@@ -281,14 +282,8 @@ class Preprocessor:
         return save_preprocessor(self, path)
 
 
-def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    if "://" in path:
-        return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), os.path.abspath(path)
-
-
 def _read_text(output_dir: str, relative: str, what: str) -> str:
-    fs, root = _filesystem(output_dir)
+    fs, root = filesystem_for(output_dir)
     path = posixpath.join(root.rstrip("/"), relative)
     try:
         with fs.open_input_stream(path) as f:

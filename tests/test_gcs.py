@@ -90,3 +90,28 @@ def test_the_cli_writes_its_whole_layout_to_gcs_and_refuses_a_second_run(gcs, ca
     assert main(args) == 1  # save mode error: the split folder holds data
     assert "already holds" in capsys.readouterr().err
     assert gcs("tensorized/") == objects
+
+
+def test_from_parquet_and_the_serving_preprocessor_read_gcs_through_pyarrow(gcs):
+    """`Dataset.from_parquet` and `Preprocessor.from_output` on gs:// (the emulator from
+    `STORAGE_EMULATOR_HOST`, as the Google Cloud clients take it)."""
+    import fastavro
+    import pyarrow.parquet as pq
+
+    from beam_tensorize.kernels.tfrecord.framing import iter_tfrecords
+    from beam_tensorize.serving import Preprocessor
+    from beam_tensorize.tf import Dataset
+
+    with FileSystems.create(f"gs://{BUCKET}/tables/t.parquet") as f:
+        pq.write_table(pa.table({"id": [1, 2, 3], "tags": [["a"], [], ["b", "c"]]}), f)
+    (batch,) = list(Dataset.from_parquet(f"gs://{BUCKET}/tables/t.parquet", batch_size=10))
+    assert batch["id"].numpy().tolist() == [1, 2, 3]
+    assert batch["tags"].to_ragged().to_list() == [[b"a"], [], [b"b", b"c"]]
+
+    out = f"gs://{BUCKET}/served"
+    assert main(["--output", out, "--quiet"]) == 0
+    with FileSystems.open(f"{out}/trainingData/part-00000-of-00001.tfrecord") as f:
+        written = list(iter_tfrecords(f, "part-00000-of-00001.tfrecord"))
+    with open(SAMPLE_AVRO, "rb") as f:
+        records = list(fastavro.reader(f))
+    assert Preprocessor.from_output(out).serialize(records) == written

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_tensorize.io import ReadTFRecord, WriteTFRecord
+from beam_tensorize.sample import SAMPLE_AVRO
 from pipelines.tensorize import main
 from tests.conftest import local_server
 from tests.test_tfrecord_io import _collected, _load
@@ -136,3 +137,22 @@ def test_from_parquet_reads_s3_through_pyarrow(s3, monkeypatch):
     (batch,) = list(Dataset.from_parquet(f"s3://{BUCKET}/tables/t.parquet", batch_size=10))
     assert batch["id"].numpy().tolist() == [1, 2, 3]
     assert batch["tags"].to_ragged().to_list() == [[b"a"], [], [b"b", b"c"]]
+
+
+def test_the_serving_preprocessor_reads_an_output_on_s3(s3, monkeypatch):
+    import fastavro
+
+    from beam_tensorize.kernels.tfrecord.framing import iter_tfrecords
+    from beam_tensorize.serving import Preprocessor
+
+    out = f"s3://{BUCKET}/served"
+    assert main(["--output", out, "--quiet", *s3["flags"]]) == 0
+    with FileSystems.open(f"{out}/trainingData/part-00000-of-00001.tfrecord") as f:
+        written = list(iter_tfrecords(f, "part-00000-of-00001.tfrecord"))
+    endpoint = s3["flags"][0].split("=", 1)[1]
+    for name, value in [("AWS_ENDPOINT_URL", endpoint), ("AWS_ACCESS_KEY_ID", "key"),
+                        ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_DEFAULT_REGION", "us-east-1")]:  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with open(SAMPLE_AVRO, "rb") as f:
+        records = list(fastavro.reader(f))
+    assert Preprocessor.from_output(out).serialize(records) == written

@@ -6,8 +6,9 @@ every batch becomes tensors straight from the Arrow buffers (numpy views, no per
 step): a scalar column a `tf.Tensor`, a list column a `DataFrame.Value` (flat values and row
 splits per level), which `DataFrame.parse` or `to_dense` turns into sparse or padded tensors.
 Files are read in parallel (interleaved, in a deterministic order); paths may be local or
-`s3://`, `gs://`, `hdfs://` (pyarrow's file systems; S3 takes `AWS_ENDPOINT_URL` and the usual
-credentials from the environment).
+`s3://`, `gs://`, `hdfs://` (pyarrow's file systems, see `beam_tensorize.kernels.filesystems`:
+S3 takes `AWS_ENDPOINT_URL` and the usual credentials from the environment, GCS
+`STORAGE_EMULATOR_HOST` for an emulator).
 
 Example:
     >>> import pyarrow as pa, pyarrow.parquet as pq
@@ -20,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 import posixpath
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 import tensorflow as tf
 
 from beam_tensorize.kernels.dedup import restore_block
+from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import committed_split
 
@@ -43,17 +44,7 @@ _Value = DataFrame.Value
 
 
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    if "://" not in path:
-        return pafs.LocalFileSystem(), path
-    if path.startswith("s3://") and os.environ.get("AWS_ENDPOINT_URL"):
-        endpoint = os.environ["AWS_ENDPOINT_URL"]
-        scheme, _, host = endpoint.partition("://")
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        s3 = pafs.S3FileSystem(
-            endpoint_override=host or endpoint, scheme=scheme if host else "https", region=region
-        )
-        return s3, path[len("s3://") :]
-    return pafs.FileSystem.from_uri(path)
+    return filesystem_for(path)
 
 
 class _TableFile:
