@@ -15,6 +15,7 @@ INSTALL_REQUIRES = [
     "pyyaml>=6",
     "pyhocon>=0.3.60",
     "cramjam>=2.7",
+    "isal>=1.6",
 ]
 
 EXTRAS_REQUIRE = {

@@ -13,6 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+try:  # Intel's ISA-L inflates deflate blocks ~1.7x faster than zlib, with the same output
+    from isal.isal_zlib import decompress as _inflate
+except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
+    from zlib import decompress as _inflate
+
 __all__ = [
     "AvroFormatError",
     "AvroHeader",
@@ -354,7 +359,7 @@ def decompress(block: RawBlock, codec: str, path: str) -> bytes:
         if codec == "null":
             return data
         if codec == "deflate":
-            return zlib.decompress(data, -15)
+            return _inflate(data, -15)
         if codec == "snappy":
             return _snappy_decompress(data)
         if codec == "zstandard":
