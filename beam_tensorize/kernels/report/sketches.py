@@ -1,0 +1,334 @@
+"""Mergeable, bounded-memory summaries of a stream of values, updated with whole numpy arrays.
+
+Each summary has `add` (a batch of values), `merge` (another summary of the same kind, any
+order) and `to_json` / `from_json` (plain JSON data). Their sizes do not grow with the data:
+
+* `NumericSketch`: count, NaN / infinite count, min, max, mean, standard deviation (exact up to
+  floating-point rounding, printed with 12 significant digits) and a relative-error quantile
+  sketch (DDSketch: values in logarithmic buckets of ratio `gamma = (1 + a) / (1 - a)`). Any
+  quantile it gives is within a relative error `a` (`RELATIVE_ACCURACY`, 1%) of a value whose
+  rank is the requested one. At most `MAX_BUCKETS` buckets per sign are kept; beyond that the
+  smallest magnitudes merge into one bucket (their quantiles lose the bound; never seen with
+  fewer than 40 decades of values). Bucket counts are exact sums, so the sketch is the same
+  whatever order the batches come in.
+* `TopK`: Misra-Gries heavy hitters with `capacity` counters (default 1,000). Exact (and the
+  same in any order) while there are at most `capacity` distinct values; otherwise each count
+  is an under-estimate by at most `dropped` (at most occurrences / (capacity + 1)), and every
+  value more frequent than that is kept.
+* `DistinctSketch`: k-minimum values over 62-bit hashes (K = 2,048): exact below K distinct
+  values, otherwise a relative standard error of about 1 / sqrt(K - 2) (2.2%).
+
+Example:
+    >>> import numpy as np
+    >>> s = NumericSketch()
+    >>> s.add(np.arange(1, 101, dtype=np.float64))
+    >>> round(s.quantile(0.5)), s.minimum, s.maximum
+    (50, 1.0, 100.0)
+    >>> t = TopK(capacity=2)
+    >>> t.add(["a", "b", "c"], [3, 1, 1])  # three distinct values, two counters
+    >>> t.items(), t.dropped  # counts may lack at most `dropped`
+    ([('a', 2)], 1)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "DISTINCT_K",
+    "MAX_BUCKETS",
+    "RELATIVE_ACCURACY",
+    "TOP_K_CAPACITY",
+    "DistinctSketch",
+    "NumericSketch",
+    "TopK",
+    "round_float",
+]
+
+#: Relative accuracy of `NumericSketch` quantiles.
+RELATIVE_ACCURACY = 0.01
+#: Most buckets per sign in a `NumericSketch`.
+MAX_BUCKETS = 2048
+#: Counters of a `TopK`.
+TOP_K_CAPACITY = 1000
+#: Smallest hashes kept by a `DistinctSketch`.
+DISTINCT_K = 2048
+_GAMMA = (1 + RELATIVE_ACCURACY) / (1 - RELATIVE_ACCURACY)
+_LOG_GAMMA = math.log(_GAMMA)
+_HASH_SPACE = float(2**62)
+
+
+def round_float(value: float | None, digits: int = 12) -> float | None:
+    """`value` with `digits` significant digits (None / NaN / inf as JSON can hold them: None)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.{digits}g}")
+
+
+class _Store:
+    """Bucket index -> count, for one sign of a `NumericSketch`."""
+
+    def __init__(self, index: np.ndarray | None = None, counts: np.ndarray | None = None):
+        self.index = np.zeros(0, np.int64) if index is None else index
+        self.counts = np.zeros(0, np.int64) if counts is None else counts
+
+    def add_indices(self, index: np.ndarray, counts: np.ndarray | None = None) -> None:
+        if not len(index):
+            return
+        if counts is None:
+            index, counts = np.unique(index, return_counts=True)
+        both = np.concatenate([self.index, index])
+        weights = np.concatenate([self.counts, counts.astype(np.int64)])
+        self.index, inverse = np.unique(both, return_inverse=True)
+        self.counts = np.bincount(inverse, weights=weights, minlength=len(self.index)).astype(np.int64)
+        if len(self.index) > MAX_BUCKETS:  # fold the smallest magnitudes into one bucket
+            cut = len(self.index) - MAX_BUCKETS
+            folded = self.counts[: cut + 1].sum()
+            self.index, self.counts = self.index[cut:], self.counts[cut:].copy()
+            self.counts[0] = folded
+
+    def merge(self, other: _Store) -> None:
+        self.add_indices(other.index, other.counts)
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+
+class NumericSketch:
+    """Moments, extremes and a DDSketch of numbers (see the module docstring)."""
+
+    def __init__(self):
+        self.count = 0  # finite values
+        self.nan = 0
+        self.inf = 0
+        self.minimum: float | None = None
+        self.maximum: float | None = None
+        self.total = 0.0
+        self.squares = 0.0
+        self.zeros = 0
+        self.positive = _Store()
+        self.negative = _Store()
+
+    def add(self, values: np.ndarray) -> None:
+        """Add a batch of numbers (any numeric dtype)."""
+        values = np.asarray(values, dtype=np.float64)
+        if not len(values):
+            return
+        finite = np.isfinite(values)
+        if not finite.all():
+            nan = np.isnan(values)
+            self.nan += int(nan.sum())
+            self.inf += int((~finite & ~nan).sum())
+            values = values[finite]
+            if not len(values):
+                return
+        self.count += len(values)
+        low, high = float(values.min()), float(values.max())
+        self.minimum = low if self.minimum is None else min(self.minimum, low)
+        self.maximum = high if self.maximum is None else max(self.maximum, high)
+        self.total += float(values.sum())
+        self.squares += float(np.dot(values, values))
+        magnitude = np.abs(values)
+        nonzero = magnitude > 0
+        self.zeros += int(len(values) - nonzero.sum())
+        index = np.ceil(np.log(magnitude[nonzero]) / _LOG_GAMMA).astype(np.int64)
+        sign = values[nonzero] > 0
+        self.positive.add_indices(index[sign])
+        self.negative.add_indices(index[~sign])
+
+    def merge(self, other: NumericSketch) -> None:
+        self.count += other.count
+        self.nan += other.nan
+        self.inf += other.inf
+        for attr, pick in (("minimum", min), ("maximum", max)):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            setattr(self, attr, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
+        self.total += other.total
+        self.squares += other.squares
+        self.zeros += other.zeros
+        self.positive.merge(other.positive)
+        self.negative.merge(other.negative)
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+    @property
+    def std(self) -> float | None:
+        if not self.count:
+            return None
+        mean = self.total / self.count
+        return math.sqrt(max(self.squares / self.count - mean * mean, 0.0))
+
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(representative value, count) of every bucket, ascending by value."""
+        value = lambda index: 2 * _GAMMA**index / (_GAMMA + 1)  # noqa: E731
+        values = np.concatenate([-value(self.negative.index[::-1]), [0.0], value(self.positive.index)])
+        counts = np.concatenate([self.negative.counts[::-1], [self.zeros], self.positive.counts])
+        keep = counts > 0
+        return values[keep].astype(np.float64), counts[keep].astype(np.int64)
+
+    def quantile(self, q: float) -> float | None:
+        """The value at rank `q` (0..1), within the relative accuracy; clipped to min / max."""
+        if not self.count:
+            return None
+        values, counts = self.points()
+        rank = q * (self.count - 1)
+        at = int(np.searchsorted(np.cumsum(counts), rank, side="right"))
+        return float(np.clip(values[min(at, len(values) - 1)], self.minimum, self.maximum))
+
+    def histogram(self, edges: Sequence[float]) -> list[int]:
+        """Counts of values per bin `[edges[i], edges[i+1])` (the last bin closed), each bucket
+        counted at its representative value clipped to [min, max] and to the edges (a value
+        within the relative accuracy of an edge may be counted in the bin beside)."""
+        values, counts = self.points()
+        edges = np.asarray(edges, dtype=np.float64)
+        if not len(values):
+            return [0] * (len(edges) - 1)
+        clipped = np.clip(np.clip(values, self.minimum, self.maximum), edges[0], edges[-1])
+        bins = np.clip(np.searchsorted(edges, clipped, side="right") - 1, 0, len(edges) - 2)
+        return np.bincount(bins, weights=counts, minlength=len(edges) - 1).astype(np.int64).tolist()
+
+    def to_json(self) -> dict:
+        return {
+            "count": self.count,
+            "nan": self.nan,
+            "inf": self.inf,
+            "min": self.minimum,
+            "max": self.maximum,
+            "sum": self.total,
+            "sumOfSquares": self.squares,
+            "zeros": self.zeros,
+            "relativeAccuracy": RELATIVE_ACCURACY,
+            "positive": [self.positive.index.tolist(), self.positive.counts.tolist()],
+            "negative": [self.negative.index.tolist(), self.negative.counts.tolist()],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> NumericSketch:
+        sketch = cls()
+        sketch.count, sketch.nan, sketch.inf = data["count"], data["nan"], data["inf"]
+        sketch.minimum, sketch.maximum = data["min"], data["max"]
+        sketch.total, sketch.squares, sketch.zeros = data["sum"], data["sumOfSquares"], data["zeros"]
+        for name in ("positive", "negative"):
+            index, counts = data[name]
+            setattr(sketch, name, _Store(np.asarray(index, np.int64), np.asarray(counts, np.int64)))
+        return sketch
+
+
+class TopK:
+    """Misra-Gries frequent values (see the module docstring).
+
+    Args:
+        capacity: counters kept.
+    """
+
+    def __init__(self, capacity: int = TOP_K_CAPACITY):
+        self.capacity = capacity
+        self.counts: dict[str, int] = {}
+        self.total = 0  # occurrences added
+        self.dropped = 0  # what every kept count may lack (Misra-Gries decrements)
+
+    def add(self, values: Sequence[str], counts: Sequence[int] | np.ndarray) -> None:
+        """Add distinct `values` (a sequence or an Arrow array) seen `counts` times each."""
+        counts = np.asarray(counts, dtype=np.int64)
+        self.total += int(counts.sum())
+        if len(counts) > self.capacity:  # summarize the batch first, in numpy
+            keep = np.argpartition(-counts, self.capacity)[: self.capacity + 1]
+            floor = int(counts[keep].min())
+            keep = keep[counts[keep] > floor]
+            self.dropped += floor
+            values = values.take(keep) if hasattr(values, "take") else [values[i] for i in keep.tolist()]
+            counts = counts[keep] - floor
+        if hasattr(values, "to_pylist"):  # an Arrow array
+            values = values.to_pylist()
+        merged = self.counts
+        for value, count in zip(values, counts.tolist()):
+            merged[value] = merged.get(value, 0) + count
+        self._shrink()
+
+    def merge(self, other: TopK) -> None:
+        self.total += other.total
+        self.dropped += other.dropped
+        for value, count in other.counts.items():
+            self.counts[value] = self.counts.get(value, 0) + count
+        self._shrink()
+
+    def _shrink(self) -> None:
+        if len(self.counts) <= self.capacity:
+            return
+        ordered = sorted(self.counts.values(), reverse=True)
+        floor = ordered[self.capacity]
+        self.dropped += floor
+        self.counts = {v: c - floor for v, c in self.counts.items() if c > floor}
+
+    @property
+    def exact(self) -> bool:
+        return self.dropped == 0
+
+    def items(self, k: int | None = None) -> list[tuple[str, int]]:
+        """The `k` (default all) most frequent values, by count descending then value."""
+        ordered = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+        return ordered if k is None else ordered[:k]
+
+    def coverage(self, ks: Iterable[int]) -> list[tuple[int, float]]:
+        """(k, share of all occurrences that the top k values account for) for each k."""
+        counts = np.cumsum([c for _, c in self.items()]) if self.counts else np.zeros(1)
+        out = []
+        for k in ks:
+            covered = float(counts[min(k, len(counts)) - 1]) if self.counts else 0.0
+            out.append((k, covered / self.total if self.total else 0.0))
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "capacity": self.capacity,
+            "total": self.total,
+            "dropped": self.dropped,
+            "counts": [[v, c] for v, c in self.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> TopK:
+        top = cls(data["capacity"])
+        top.total, top.dropped = data["total"], data["dropped"]
+        top.counts = {v: c for v, c in data["counts"]}
+        return top
+
+
+class DistinctSketch:
+    """K-minimum-values distinct count over 62-bit hashes (see the module docstring)."""
+
+    def __init__(self, k: int = DISTINCT_K):
+        self.k = k
+        self.hashes = np.zeros(0, np.int64)
+
+    def add(self, hashes: np.ndarray) -> None:
+        """Add the hashes (int64 in [0, 2**62)) of some values."""
+        both = np.unique(np.concatenate([self.hashes, np.asarray(hashes, np.int64)]))
+        self.hashes = both[: self.k]
+
+    def merge(self, other: DistinctSketch) -> None:
+        self.add(other.hashes)
+
+    @property
+    def exact(self) -> bool:
+        return len(self.hashes) < self.k
+
+    def estimate(self) -> int:
+        if self.exact:
+            return len(self.hashes)
+        return int(round((self.k - 1) * _HASH_SPACE / float(self.hashes[-1] + 1)))
+
+    def to_json(self) -> dict:
+        return {"k": self.k, "hashes": self.hashes.tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> DistinctSketch:
+        sketch = cls(data["k"])
+        sketch.hashes = np.asarray(data["hashes"], np.int64)
+        return sketch
