@@ -31,6 +31,7 @@ from beam_tensorize.job.finish import (
     remove_success_marker,
     write_success,
 )
+from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.extract import input_columns
@@ -48,6 +49,7 @@ from beam_tensorize.transforms.feature_lists import (
 )
 from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
+from beam_tensorize.transforms.report import ComputeStatistics
 
 __all__ = ["Tensorize", "TensorizeOutputs"]
 
@@ -250,11 +252,8 @@ class Tensorize(beam.PTransform):
             batches, counted, unreadable = self._read_inputs(pvalue)
         else:
             batches = pvalue
-        hashed = (
-            batches
-            | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
-            | "HashFeatures" >> HashFeatures(config)
-        )
+        extracted = batches | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
+        hashed = extracted | "HashFeatures" >> HashFeatures(config)
         if spec.partition_field_name:
             hashed = hashed | "PartitionIds" >> beam.Map(
                 with_partition_ids, spec.partition_field_name, spec.num_partitions
@@ -398,8 +397,30 @@ class Tensorize(beam.PTransform):
         metadata = splits | "EmitMetadata" >> self._emit_metadata(
             lists, write_lists, extra_stored, maxima, add_to_recorded=appending
         )
+        report = ()
+        if spec.report != "none":
+            # The statistics of the extracted batches (before hashing and feature lists), the
+            # report written once the data and the metadata are committed, before _SUCCESS.
+            statistics = extracted | "ComputeStatistics" >> ComputeStatistics(config, lists, dead_letters)
+            report = (
+                beam.pvalue.AsList(
+                    metadata
+                    | "WriteReport"
+                    >> beam.Map(
+                        lambda _, stats: write_report(
+                            stats, out, split, spec.execution_mode, spec.report, spec.drift_threshold
+                        ),
+                        beam.pvalue.AsSingleton(statistics),
+                    )
+                ),
+            )
         done = metadata | "WriteSuccess" >> beam.Map(
-            write_success, out, split, beam.pvalue.AsSingleton(splits), beam.pvalue.AsSingleton(counts)
+            write_success,
+            out,
+            split,
+            beam.pvalue.AsSingleton(splits),
+            beam.pvalue.AsSingleton(counts),
+            *report,
         )
         untouched = skipped | "NothingWritten" >> beam.Map(
             lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}

@@ -322,7 +322,7 @@ class DistinctSketch:
     def estimate(self) -> int:
         if self.exact:
             return len(self.hashes)
-        return int(round((self.k - 1) * _HASH_SPACE / float(self.hashes[-1] + 1)))
+        return round((self.k - 1) * _HASH_SPACE / float(self.hashes[-1] + 1))
 
     def to_json(self) -> dict:
         return {"k": self.k, "hashes": self.hashes.tolist()}

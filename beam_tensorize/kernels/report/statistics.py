@@ -491,7 +491,11 @@ class Statistics:
                 }
             )
         letters = [
-            {"reason": reason, "count": count, "example": json.loads(example) if _is_json(example) else example}
+            {
+                "reason": reason,
+                "count": count,
+                "example": json.loads(example) if _is_json(example) else example,
+            }
             for reason, (count, example) in sorted(self.reasons.items(), key=lambda r: (-r[1][0], r[0]))
         ]
         return {
