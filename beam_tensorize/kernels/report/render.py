@@ -15,6 +15,7 @@ import html
 import io
 import itertools
 import json
+import re
 
 __all__ = ["render_html", "tensor_anchor"]
 
@@ -96,7 +97,8 @@ def _figure_svg(tensor: dict, drift: dict | None) -> str:
         fig.savefig(buffer, format="svg", metadata={"Date": None})
         plt.close(fig)
     svg = buffer.getvalue()
-    return svg[svg.index("<svg") :]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg[svg.index("<svg") :], flags=re.DOTALL)
+    return svg
 
 
 def _bars(ax, edges, counts, **style):
