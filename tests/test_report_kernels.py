@@ -224,6 +224,8 @@ def test_generated_lists_and_feature_list_coverage_match_counter(generated):
     assert tags["lengths"]["mean"] == pytest.approx(2, abs=0.05)
     for q in tags["lengths"]["quantiles"]:
         assert _quantile_ok(lengths, q["q"], q["value"])
+    histogram = tags["lengths"]["histogram"]  # whole numbers: one bin each, exact counts
+    assert histogram["edges"][0] == -0.5 and histogram["counts"] == np.bincount(lengths).tolist()
     counted = Counter(values)
     assert tags["categorical"]["exact"]
     assert [(e["value"], e["count"]) for e in tags["categorical"]["top"]] == sorted(

@@ -110,6 +110,7 @@ class NumericSketch:
         self.total = 0.0
         self.squares = 0.0
         self.zeros = 0
+        self.integral = True  # every finite value is a whole number
         self.positive = _Store()
         self.negative = _Store()
 
@@ -127,6 +128,7 @@ class NumericSketch:
             if not len(values):
                 return
         self.count += len(values)
+        self.integral = self.integral and bool(np.all(np.floor(values) == values))
         low, high = float(values.min()), float(values.max())
         self.minimum = low if self.minimum is None else min(self.minimum, low)
         self.maximum = high if self.maximum is None else max(self.maximum, high)
@@ -150,6 +152,7 @@ class NumericSketch:
         self.total += other.total
         self.squares += other.squares
         self.zeros += other.zeros
+        self.integral = self.integral and other.integral
         self.positive.merge(other.positive)
         self.negative.merge(other.negative)
 
@@ -203,6 +206,7 @@ class NumericSketch:
             "sum": self.total,
             "sumOfSquares": self.squares,
             "zeros": self.zeros,
+            "integral": self.integral,
             "relativeAccuracy": RELATIVE_ACCURACY,
             "positive": [self.positive.index.tolist(), self.positive.counts.tolist()],
             "negative": [self.negative.index.tolist(), self.negative.counts.tolist()],
@@ -214,6 +218,7 @@ class NumericSketch:
         sketch.count, sketch.nan, sketch.inf = data["count"], data["nan"], data["inf"]
         sketch.minimum, sketch.maximum = data["min"], data["max"]
         sketch.total, sketch.squares, sketch.zeros = data["sum"], data["sumOfSquares"], data["zeros"]
+        sketch.integral = data.get("integral", False)
         for name in ("positive", "negative"):
             index, counts = data[name]
             setattr(sketch, name, _Store(np.asarray(index, np.int64), np.asarray(counts, np.int64)))

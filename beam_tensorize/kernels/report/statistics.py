@@ -77,6 +77,8 @@ COVERAGE_KS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 TOP_SHOWN = 20
 #: Bins of the numeric histograms.
 HISTOGRAM_BINS = 10
+#: Whole numbers spanning at most this many values get one histogram bin per value.
+INTEGER_BINS = 40
 #: Hashed tensors with more buckets get no per-bucket arrays (the collision share is then the
 #: one expected of a uniform hash, marked `estimated`).
 MAX_TRACKED_BUCKETS = 1 << 20
@@ -392,13 +394,16 @@ def describe_numbers(sketch: NumericSketch) -> dict:
     }
     if sketch.count:
         low, high = sketch.minimum, sketch.maximum
-        edges = np.linspace(low, high if high > low else low + 1, HISTOGRAM_BINS + 1)
+        if sketch.integral and high - low <= INTEGER_BINS:  # one bin per whole number
+            edges = np.arange(low - 0.5, high + 1.0)
+        else:
+            edges = np.linspace(low, high if high > low else low + 1, HISTOGRAM_BINS + 1)
         entry["histogram"] = {
             "edges": [round_float(e) for e in edges.tolist()],
             "counts": sketch.histogram(edges),
         }
     data = sketch.to_json()
-    entry["sketch"] = {key: data[key] for key in ("relativeAccuracy", "zeros", "positive", "negative")}
+    entry["sketch"] = {key: data[key] for key in ("relativeAccuracy", "integral", "zeros", "positive", "negative")}
     return entry
 
 
