@@ -5,12 +5,13 @@ order) and `to_json` / `from_json` (plain JSON data). Their sizes do not grow wi
 
 * `NumericSketch`: count, NaN / infinite count, min, max, mean, standard deviation (exact up to
   floating-point rounding, printed with 12 significant digits) and a relative-error quantile
-  sketch (DDSketch: values in logarithmic buckets of ratio `gamma = (1 + a) / (1 - a)`). Any
-  quantile it gives is within a relative error `a` (`RELATIVE_ACCURACY`, 1%) of a value whose
-  rank is the requested one. At most `MAX_BUCKETS` buckets per sign are kept; beyond that the
-  smallest magnitudes merge into one bucket (their quantiles lose the bound; never seen with
-  fewer than 40 decades of values). Bucket counts are exact sums, so the sketch is the same
-  whatever order the batches come in.
+  sketch in the manner of DDSketch: each magnitude falls in a bucket named by its float64
+  exponent and top 6 mantissa bits (64 buckets per power of two, found with one integer
+  shift), counted per sign. Any quantile it gives is within a relative error `a`
+  (`RELATIVE_ACCURACY`, 2**-7 = 0.78%) of a value whose rank is the requested one. At most
+  `MAX_BUCKETS` buckets per sign are kept (magnitudes over 64 powers of two, 1.8e19); beyond
+  that the smallest magnitudes merge into one bucket (their quantiles lose the bound). Bucket
+  counts are exact sums, so the sketch is the same whatever order the batches come in.
 * `TopK`: Misra-Gries heavy hitters with `capacity` counters (default 1,000). Exact (and the
   same in any order) while there are at most `capacity` distinct values; otherwise each count
   is an under-estimate by at most `dropped` (at most occurrences / (capacity + 1)), and every
@@ -48,16 +49,18 @@ __all__ = [
     "round_float",
 ]
 
-#: Relative accuracy of `NumericSketch` quantiles.
-RELATIVE_ACCURACY = 0.01
-#: Most buckets per sign in a `NumericSketch`.
-MAX_BUCKETS = 2048
+#: Mantissa bits a `NumericSketch` bucket keeps: 64 buckets per power of two.
+_MANTISSA_BITS = 6
+_SHIFT = 52 - _MANTISSA_BITS
+_SIGN = 1 << (63 - _SHIFT)
+#: Relative accuracy of `NumericSketch` quantiles: half a bucket, 2**-7 (0.78%).
+RELATIVE_ACCURACY = 2.0 ** -(_MANTISSA_BITS + 1)
+#: Most buckets per sign in a `NumericSketch` (64 powers of two).
+MAX_BUCKETS = 4096
 #: Counters of a `TopK`.
 TOP_K_CAPACITY = 1000
 #: Smallest hashes kept by a `DistinctSketch`.
 DISTINCT_K = 2048
-_GAMMA = (1 + RELATIVE_ACCURACY) / (1 - RELATIVE_ACCURACY)
-_LOG_GAMMA = math.log(_GAMMA)
 _HASH_SPACE = float(2**62)
 
 
@@ -68,38 +71,74 @@ def round_float(value: float | None, digits: int = 12) -> float | None:
     return float(f"{value:.{digits}g}")
 
 
+def _bucket_index(magnitude: np.ndarray) -> np.ndarray:
+    """Bucket of positive finite float64 values: the exponent and the top `_MANTISSA_BITS`
+    mantissa bits (monotone in the value)."""
+    return magnitude.view(np.int64) >> _SHIFT
+
+
+def _bucket_value(index: np.ndarray) -> np.ndarray:
+    """The middle of each bucket (within `RELATIVE_ACCURACY` of every value in it)."""
+    return ((np.asarray(index, np.int64) << _SHIFT) | (1 << (_SHIFT - 1))).view(np.float64)
+
+
 class _Store:
-    """Bucket index -> count, for one sign of a `NumericSketch`."""
+    """Dense bucket counts from `offset` on, for one sign of a `NumericSketch`."""
 
-    def __init__(self, index: np.ndarray | None = None, counts: np.ndarray | None = None):
-        self.index = np.zeros(0, np.int64) if index is None else index
-        self.counts = np.zeros(0, np.int64) if counts is None else counts
+    def __init__(self):
+        self.offset = 0
+        self.dense = np.zeros(0, np.int64)
 
-    def add_indices(self, index: np.ndarray, counts: np.ndarray | None = None) -> None:
-        if not len(index):
+    def add_dense(self, offset: int, dense: np.ndarray) -> None:
+        if not len(dense):
             return
-        if counts is None:
-            index, counts = np.unique(index, return_counts=True)
-        both = np.concatenate([self.index, index])
-        weights = np.concatenate([self.counts, counts.astype(np.int64)])
-        self.index, inverse = np.unique(both, return_inverse=True)
-        self.counts = np.bincount(inverse, weights=weights, minlength=len(self.index)).astype(np.int64)
-        if len(self.index) > MAX_BUCKETS:  # fold the smallest magnitudes into one bucket
-            cut = len(self.index) - MAX_BUCKETS
-            folded = self.counts[: cut + 1].sum()
-            self.index, self.counts = self.index[cut:], self.counts[cut:].copy()
-            self.counts[0] = folded
+        if not len(self.dense):
+            self.offset, self.dense = offset, dense.astype(np.int64, copy=True)
+        else:
+            low = min(self.offset, offset)
+            high = max(self.offset + len(self.dense), offset + len(dense))
+            merged = np.zeros(high - low, np.int64)
+            merged[self.offset - low : self.offset - low + len(self.dense)] += self.dense
+            merged[offset - low : offset - low + len(dense)] += dense
+            self.offset, self.dense = low, merged
+        if len(self.dense) > MAX_BUCKETS:  # fold the smallest magnitudes into one bucket
+            cut = len(self.dense) - MAX_BUCKETS
+            folded = self.dense[: cut + 1].sum()
+            self.offset, self.dense = self.offset + cut, self.dense[cut:].copy()
+            self.dense[0] = folded
+
+    def add_indices(self, index: np.ndarray) -> None:
+        if len(index):
+            low = int(index.min())
+            self.add_dense(low, np.bincount(index - low))
 
     def merge(self, other: _Store) -> None:
-        self.add_indices(other.index, other.counts)
+        self.add_dense(other.offset, other.dense)
 
     @property
-    def total(self) -> int:
-        return int(self.counts.sum())
+    def index(self) -> np.ndarray:
+        return np.flatnonzero(self.dense) + self.offset
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self.dense[self.dense > 0]
+
+    def to_json(self) -> list:
+        return [self.index.tolist(), self.counts.tolist()]
+
+    @classmethod
+    def from_json(cls, data) -> _Store:
+        store = cls()
+        index, counts = (np.asarray(part, np.int64) for part in data)
+        if len(index):
+            store.offset = int(index.min())
+            store.dense = np.zeros(int(index.max()) - store.offset + 1, np.int64)
+            store.dense[index - store.offset] = counts
+        return store
 
 
 class NumericSketch:
-    """Moments, extremes and a DDSketch of numbers (see the module docstring)."""
+    """Moments, extremes and a quantile sketch of numbers (see the module docstring)."""
 
     def __init__(self):
         self.count = 0  # finite values
@@ -110,37 +149,51 @@ class NumericSketch:
         self.total = 0.0
         self.squares = 0.0
         self.zeros = 0
-        self.integral = True  # every finite value is a whole number
+        self.integral = True  # only whole numbers given (integer arrays)
         self.positive = _Store()
         self.negative = _Store()
 
     def add(self, values: np.ndarray) -> None:
-        """Add a batch of numbers (any numeric dtype)."""
-        values = np.asarray(values, dtype=np.float64)
+        """Add a batch of numbers (integers keep `integral`; floats clear it)."""
+        values = np.asarray(values)
         if not len(values):
             return
-        finite = np.isfinite(values)
-        if not finite.all():
-            nan = np.isnan(values)
-            self.nan += int(nan.sum())
-            self.inf += int((~finite & ~nan).sum())
-            values = values[finite]
-            if not len(values):
-                return
+        if not (np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_):
+            self.integral = False
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if values.dtype.kind == "f":
+            finite = np.isfinite(values)
+            if not finite.all():
+                nan = np.isnan(values)
+                self.nan += int(nan.sum())
+                self.inf += int((~finite & ~nan).sum())
+                values = values[finite]
+                if not len(values):
+                    return
         self.count += len(values)
-        self.integral = self.integral and bool(np.all(np.floor(values) == values))
         low, high = float(values.min()), float(values.max())
         self.minimum = low if self.minimum is None else min(self.minimum, low)
         self.maximum = high if self.maximum is None else max(self.maximum, high)
         self.total += float(values.sum())
-        self.squares += float(np.dot(values, values))
-        magnitude = np.abs(values)
-        nonzero = magnitude > 0
-        self.zeros += int(len(values) - nonzero.sum())
-        index = np.ceil(np.log(magnitude[nonzero]) / _LOG_GAMMA).astype(np.int64)
-        sign = values[nonzero] > 0
-        self.positive.add_indices(index[sign])
-        self.negative.add_indices(index[~sign])
+        self.squares += float(np.einsum("i,i->", values, values))  # no BLAS threads
+        # One shift of the float64 bits names each value's bucket: `index` for positive values,
+        # `index - _SIGN` for negative ones (arithmetic shift of the sign bit); one bincount
+        # counts them.
+        code = values.view(np.int64) >> _SHIFT
+        first = int(code.min())
+        dense = np.bincount(code - first)
+        split = min(max(-first, 0), len(dense))  # codes below 0: negative values
+        parts = ((self.negative, dense[:split], first + _SIGN), (self.positive, dense[split:], first + split))
+        for store, counts, offset in parts:
+            if not len(counts):
+                continue
+            if offset == 0 and counts[0]:  # bucket 0: zeros (and the smallest subnormals)
+                self.zeros += int(counts[0])
+                counts = counts.copy()
+                counts[0] = 0
+            nonzero = np.flatnonzero(counts)
+            if len(nonzero):
+                store.add_dense(offset + int(nonzero[0]), counts[nonzero[0] : nonzero[-1] + 1])
 
     def merge(self, other: NumericSketch) -> None:
         self.count += other.count
@@ -169,8 +222,9 @@ class NumericSketch:
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         """(representative value, count) of every bucket, ascending by value."""
-        value = lambda index: 2 * _GAMMA**index / (_GAMMA + 1)  # noqa: E731
-        values = np.concatenate([-value(self.negative.index[::-1]), [0.0], value(self.positive.index)])
+        values = np.concatenate(
+            [-_bucket_value(self.negative.index[::-1]), [0.0], _bucket_value(self.positive.index)]
+        )
         counts = np.concatenate([self.negative.counts[::-1], [self.zeros], self.positive.counts])
         keep = counts > 0
         return values[keep].astype(np.float64), counts[keep].astype(np.int64)
@@ -208,8 +262,8 @@ class NumericSketch:
             "zeros": self.zeros,
             "integral": self.integral,
             "relativeAccuracy": RELATIVE_ACCURACY,
-            "positive": [self.positive.index.tolist(), self.positive.counts.tolist()],
-            "negative": [self.negative.index.tolist(), self.negative.counts.tolist()],
+            "positive": self.positive.to_json(),
+            "negative": self.negative.to_json(),
         }
 
     @classmethod
@@ -219,9 +273,8 @@ class NumericSketch:
         sketch.minimum, sketch.maximum = data["min"], data["max"]
         sketch.total, sketch.squares, sketch.zeros = data["sum"], data["sumOfSquares"], data["zeros"]
         sketch.integral = data.get("integral", False)
-        for name in ("positive", "negative"):
-            index, counts = data[name]
-            setattr(sketch, name, _Store(np.asarray(index, np.int64), np.asarray(counts, np.int64)))
+        sketch.positive = _Store.from_json(data["positive"])
+        sketch.negative = _Store.from_json(data["negative"])
         return sketch
 
 
@@ -314,7 +367,10 @@ class DistinctSketch:
 
     def add(self, hashes: np.ndarray) -> None:
         """Add the hashes (int64 in [0, 2**62)) of some values."""
-        both = np.unique(np.concatenate([self.hashes, np.asarray(hashes, np.int64)]))
+        hashes = np.asarray(hashes, np.int64)
+        if len(self.hashes) >= self.k:  # only hashes below the k-th smallest can enter
+            hashes = hashes[hashes < self.hashes[-1]]
+        both = np.unique(np.concatenate([self.hashes, hashes]))
         self.hashes = both[: self.k]
 
     def merge(self, other: DistinctSketch) -> None:

@@ -38,6 +38,7 @@ import json
 import re
 from collections.abc import Mapping
 
+import farmhash
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -215,24 +216,35 @@ class TensorStatistics:
             flat = column
             while is_list_type(flat.type):
                 flat = flat.flatten()
-            keys = canonical_strings(flat.drop_null())
+            keys = flat.drop_null() if flat.null_count else flat
+            if pa.types.is_dictionary(keys.type):
+                keys = keys.dictionary_decode()
             if lengths is None:
                 dummies = column.null_count
             else:  # rows without any non-null value
                 dummies = len(column) - _rows_with_values(column)
         counted = pc.value_counts(keys)
-        distinct, counts = counted.field("values"), np.asarray(counted.field("counts"), np.int64)
+        distinct = canonical_strings(counted.field("values"))  # what the hash functions read
+        counts = np.asarray(counted.field("counts"), np.int64)
         if not len(distinct):
             if self.loads is not None:
                 self.loads[n] += dummies * k
             return
-        identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2)
+        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
+            fingerprints = np.fromiter(
+                map(farmhash.fingerprint64, distinct.to_pylist()), np.uint64, len(distinct)
+            )
+            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
+            first = (fingerprints % np.uint64(n)).astype(np.int64) if self.loads is not None else None
+        else:
+            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2)
+            first = None
         self.distinct.add(identity)
         if self.loads is None:
             return
         self.loads[n] += dummies * k
         for j in range(k):
-            buckets = hash_buckets(distinct, n, j, k, info.hash_function)
+            buckets = first if j == 0 and first is not None else hash_buckets(distinct, n, j, k, info.hash_function)
             self.loads[:n] += np.bincount(buckets, weights=counts, minlength=n).astype(np.int64)
             if j == 0:
                 np.minimum.at(self.low, buckets, identity)
