@@ -23,7 +23,8 @@ pytestmark = pytest.mark.pipeline
 
 _PAGE_CHECK = """JSON.stringify({
   sections: [...document.querySelectorAll('section.tensor')].map(
-      s => [s.id, s.querySelectorAll('svg').length, s.querySelector('svg') ? s.querySelector('svg').getBoundingClientRect().width : 0]),
+      s => [s.id, [...s.querySelectorAll('img.plot')].filter(i => i.complete && i.naturalWidth > 0).length,
+            s.querySelector('img.plot') ? s.querySelector('img.plot').getBoundingClientRect().width : 0]),
   overview: !!document.getElementById('overview'),
   links: [...document.querySelectorAll('#overview a')].map(a => a.getAttribute('href')),
 })"""
@@ -117,11 +118,15 @@ class _DevTools:
         return errors
 
     def evaluate(self, expression: str):
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True)
+        result = self.call(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True
+        )
         return result["result"]["value"]
 
     def screenshot(self, path: str) -> None:
-        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=True)
+        data = self.call(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=True
+        )
         with open(path, "wb") as f:
             f.write(base64.b64decode(data["data"]))
 

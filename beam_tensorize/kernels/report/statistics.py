@@ -244,7 +244,9 @@ class TensorStatistics:
             return
         self.loads[n] += dummies * k
         for j in range(k):
-            buckets = first if j == 0 and first is not None else hash_buckets(distinct, n, j, k, info.hash_function)
+            buckets = (
+                first if j == 0 and first is not None else hash_buckets(distinct, n, j, k, info.hash_function)
+            )
             self.loads[:n] += np.bincount(buckets, weights=counts, minlength=n).astype(np.int64)
             if j == 0:
                 np.minimum.at(self.low, buckets, identity)
@@ -415,7 +417,9 @@ def describe_numbers(sketch: NumericSketch) -> dict:
             "counts": sketch.histogram(edges),
         }
     data = sketch.to_json()
-    entry["sketch"] = {key: data[key] for key in ("relativeAccuracy", "integral", "zeros", "positive", "negative")}
+    entry["sketch"] = {
+        key: data[key] for key in ("relativeAccuracy", "integral", "zeros", "positive", "negative")
+    }
     return entry
 
 
