@@ -33,6 +33,10 @@ th{background:#f0f4f8} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .card b{display:block;font-size:1.3em} .flag{color:#b42318;font-weight:600} .ok{color:#2f7d32}
 img.plot{max-width:100%;height:auto} code{font-size:.85em;word-break:break-all}
 .muted{color:#616e7c;font-size:.85em}
+.row{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.top .bar{display:flex;align-items:center;font-size:.8em;line-height:1.35em}
+.top .label{width:170px;text-align:right;padding-right:6px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
+.top .fill{display:inline-block;height:.9em;background:#3e7cb1} .top .count{padding-left:5px;color:#616e7c}
 """
 
 
@@ -69,18 +73,18 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
 
 
 def _figure_png(tensor: dict, drift: dict | None) -> str:
-    """The tensor's plots as one inline PNG `<img>` ('' when it has nothing to plot)."""
-    panels = []
-    if drift and "histograms" in drift:
-        panels.append("drift")
-    elif "numeric" in tensor and tensor["numeric"].get("histogram"):
-        panels.append("numeric")
-    if "categorical" in tensor and tensor["categorical"]["top"]:
-        panels += ["top", "coverage"]
-    if "hashing" in tensor and "load" in tensor["hashing"]:
-        panels.append("load")
-    if "lengths" in tensor and tensor["lengths"].get("histogram") and len(panels) < 3:
-        panels.append("lengths")
+    """The tensor's plot as an inline PNG `<img>` ('' when it has nothing to plot): the drift
+    overlay, else the bucket load of a hashed tensor, the histogram of numbers, the coverage
+    curve of entries, or the values per row. One plot per tensor keeps the page cheap to draw
+    (the top entries are HTML bars)."""
+    candidates = [
+        ("drift", bool(drift and "histograms" in drift)),
+        ("load", "load" in tensor.get("hashing", {})),
+        ("numeric", bool(tensor.get("numeric", {}).get("histogram"))),
+        ("coverage", bool(tensor.get("categorical", {}).get("top"))),
+        ("lengths", bool(tensor.get("lengths", {}).get("histogram"))),
+    ]
+    panels = [name for name, present in candidates if present][:1]
     if not panels:
         return ""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -232,14 +236,21 @@ def _tensor_section(tensor: dict, drift: dict | None) -> str:
     top = ""
     categories = tensor.get("categorical")
     if categories and categories["top"]:
-        rows = [[html.escape(str(t["value"])), _fmt(t["count"])] for t in categories["top"]]
-        top = f"<details><summary>top {len(rows)} entries</summary>{_table(['entry', 'count'], rows, {1})}</details>"
+        highest = categories["top"][0]["count"] or 1
+        bars = "".join(
+            f'<div class="bar"><span class="label" title="{html.escape(str(t["value"]))}">'
+            f'{html.escape(str(t["value"])[:40])}</span><span class="fill" style="width:{240 * t["count"] / highest:.0f}px">'
+            f'</span><span class="count">{_fmt(t["count"])}</span></div>'
+            for t in categories["top"]
+        )
+        top = f'<div class="top"><div class="muted">top {len(categories["top"])} entries</div>{bars}</div>'
     image = _figure_png(tensor, drift)
     plot = f'<div class="plot">{image}</div>' if image else '<p class="muted">nothing to plot</p>'
     dtype = html.escape(f"{tensor.get('dtype', '')} {tensor.get('shape', '')}")
     return (
         f'<section class="tensor" id="{tensor_anchor(name)}"><h2>{html.escape(name)} '
-        f'<span class="muted">{dtype}</span></h2><div class="cards">{facts}</div>{drift_line}{plot}{top}</section>'
+        f'<span class="muted">{dtype}</span></h2><div class="cards">{facts}</div>{drift_line}'
+        f'<div class="row">{plot}{top}</div></section>'
     )
 
 

@@ -82,6 +82,20 @@ def _bucket_value(index: np.ndarray) -> np.ndarray:
     return ((np.asarray(index, np.int64) << _SHIFT) | (1 << (_SHIFT - 1))).view(np.float64)
 
 
+def _bucket_points(index: np.ndarray, integral: bool) -> np.ndarray:
+    """The representative magnitude of each bucket: its middle, or for whole numbers the one
+    whole number the bucket holds, when it holds one (then exact)."""
+    middle = _bucket_value(index)
+    if not integral or not len(index):
+        return middle
+    index = np.asarray(index, np.int64)
+    low = (index << _SHIFT).view(np.float64)
+    high = ((index + 1) << _SHIFT).view(np.float64)
+    whole = np.ceil(low)
+    single = (whole < high) & (whole + 1 >= high)
+    return np.where(single, whole, middle)
+
+
 class _Store:
     """Dense bucket counts from `offset` on, for one sign of a `NumericSketch`."""
 
@@ -223,7 +237,11 @@ class NumericSketch:
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         """(representative value, count) of every bucket, ascending by value."""
         values = np.concatenate(
-            [-_bucket_value(self.negative.index[::-1]), [0.0], _bucket_value(self.positive.index)]
+            [
+                -_bucket_points(self.negative.index[::-1], self.integral),
+                [0.0],
+                _bucket_points(self.positive.index, self.integral),
+            ]
         )
         counts = np.concatenate([self.negative.counts[::-1], [self.zeros], self.positive.counts])
         keep = counts > 0
