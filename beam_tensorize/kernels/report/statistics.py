@@ -184,14 +184,14 @@ class TensorStatistics:
         if _is_numeric(flat.type):
             if pa.types.is_decimal(flat.type):
                 flat = flat.cast(pa.float64())
-            self._add_numbers(np.asarray(flat, np.float64))
+            self._add_numbers(flat.to_numpy(zero_copy_only=False))  # integers stay integers
         else:
             self._add_categories(flat, vocabulary)
 
     def _add_numbers(self, values) -> None:
         if self.values is None:
             self.values = NumericSketch()
-        self.values.add(np.asarray(values, np.float64))
+        self.values.add(np.asarray(values))
 
     def _add_categories(self, values: pa.Array, vocabulary: pa.Array | None) -> None:
         if self.top is None:
