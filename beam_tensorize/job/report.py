@@ -64,7 +64,6 @@ def write_report(
     execution_mode: str,
     report_format: str,
     drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
-    *_after,
 ) -> dict:
     """Write the split's report (`report_format` "json" or "html"; "none" writes nothing).
 
@@ -74,7 +73,6 @@ def write_report(
         report_format: "none", "json" or "html".
         drift_threshold: distances above it flag a tensor (validation / test runs that find a
             train report in `out`).
-        *_after: side inputs that order this step (ignored).
 
     Returns:
         `{"json": path, "html": path}` of the files written (an empty dict for "none").

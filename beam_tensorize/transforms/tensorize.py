@@ -127,6 +127,10 @@ class Tensorize(beam.PTransform):
             Arrow type, see `beam_tensorize.kernels.features.conversion.layout_for_column`).
         output_format: "tfrecord" (`tf.train.Example`s) or "parquet" (the same tensors as
             columns, see `beam_tensorize.kernels.parquet_output`); the metadata records it.
+        report, drift_threshold: the run report, `<output_dir>/report/<split>.json|html`
+            ("none" by default here; see docs/report.md): statistics of the extracted batches
+            (`beam_tensorize.report.ComputeStatistics`), written after the metadata and before
+            `_SUCCESS`, with the drift against the train report of the same output.
 
     Example:
         >>> import apache_beam as beam
