@@ -5,6 +5,7 @@ documented error; drift measures; the page's structure."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 
@@ -12,11 +13,12 @@ import farmhash
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.kernels.features.extract import extract_tensors
-from beam_tensorize.kernels.formats import AvroFormat, Split
+from beam_tensorize.kernels.formats import AvroFormat, ParquetFormat, Split
 from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.report.drift import compare, jensen_shannon, l_infinity
 from beam_tensorize.kernels.report.render import render_html, tensor_anchor
@@ -164,16 +166,34 @@ def _statistics(table: pa.Table, config, files=("a.parquet", "b.parquet"), vocab
     return stats.describe()
 
 
+def write_generated_files(folder, table: pa.Table) -> list[str]:
+    """The generated rows as two Parquet files (halves, row groups of 5,000)."""
+    half = table.num_rows // 2
+    paths = [str(folder / "a.parquet"), str(folder / "b.parquet")]
+    for path, part in zip(paths, (table.slice(0, half), table.slice(half))):
+        pq.write_table(part, path, row_group_size=5000)
+    return paths
+
+
 @pytest.fixture(scope="module")
-def generated():
+def generated(tmp_path_factory):
+    """The statistics of the generated rows written to Parquet files and read back by the
+    job's own reader and extraction, in batches of 4,096 rows."""
     table = generated_table()
     config = parse_config(GENERATED_CONFIG)
     vocabulary = pa.array([f"t{i}" for i in range(40)])
-    return table, _statistics(table, config, vocabularies={"tags": vocabulary})
+    stats = Statistics(config)
+    paths = write_generated_files(tmp_path_factory.mktemp("generated"), table)
+    for path in paths:
+        with open(path, "rb") as f:
+            for split in ParquetFormat().plan_splits(f, path, os.path.getsize(path), 1 << 30):
+                for batch in ParquetFormat().read_split(f, split, None, 4096):
+                    stats.add_batch(extract_tensors(batch, config.tensors, ()), {"tags": vocabulary})
+    return table, stats.describe(), paths
 
 
 def test_generated_numbers_match_numpy(generated):
-    table, report = generated
+    table, report, _ = generated
     x = {t["name"]: t for t in report["tensors"]}["x"]
     data = table["x"].to_numpy(zero_copy_only=False)
     valid = data[~table["x"].is_null().to_numpy(zero_copy_only=False)]
@@ -196,7 +216,7 @@ def test_generated_numbers_match_numpy(generated):
 
 
 def test_generated_categories_match_counter_within_the_error(generated):
-    table, report = generated
+    table, report, _ = generated
     cat = {t["name"]: t for t in report["tensors"]}["cat"]["categorical"]
     truth = Counter(table["cat"].to_pylist())
     assert cat["occurrences"] == ROWS and not cat["exact"] and len(truth) > 1000
@@ -215,7 +235,7 @@ def test_generated_categories_match_counter_within_the_error(generated):
 
 
 def test_generated_lists_and_feature_list_coverage_match_counter(generated):
-    table, report = generated
+    table, report, _ = generated
     tags = {t["name"]: t for t in report["tensors"]}["tags"]
     lengths = np.asarray([len(v) for v in table["tags"].to_pylist()])
     values = [v for row in table["tags"].to_pylist() for v in row]
@@ -241,7 +261,7 @@ def test_generated_lists_and_feature_list_coverage_match_counter(generated):
 
 
 def test_generated_hash_buckets_and_collisions_match_farmhash(generated):
-    table, report = generated
+    table, report, _ = generated
     hashing = {t["name"]: t for t in report["tensors"]}["h"]["hashing"]
     values = table["h"].to_pylist()
     buckets = Counter(farmhash.fingerprint64(v) % 1024 for v in values)
@@ -261,10 +281,10 @@ def test_generated_hash_buckets_and_collisions_match_farmhash(generated):
 
 
 def test_per_file_rows_and_dead_letters_by_reason(generated):
-    _, report = generated
+    _, report, (a, b) = generated
     assert report["files"] == [
-        {"file": "a.parquet", "rowsRead": ROWS // 2, "rowsWritten": ROWS // 2, "badRows": 0},
-        {"file": "b.parquet", "rowsRead": ROWS // 2, "rowsWritten": ROWS // 2, "badRows": 0},
+        {"file": a, "rowsRead": ROWS // 2, "rowsWritten": ROWS // 2, "badRows": 0},
+        {"file": b, "rowsRead": ROWS // 2, "rowsWritten": ROWS // 2, "badRows": 0},
     ]
     stats = Statistics(parse_config(GENERATED_CONFIG))
     stats.add_batch(with_source(generated_table().to_batches()[0].slice(0, 10), "a.avro", 0))
@@ -382,7 +402,7 @@ def test_drift_flags_the_shifted_tensor_only():
 
 
 def test_the_page_has_an_overview_and_a_section_with_a_plot_per_tensor(generated):
-    _, report = generated
+    _, report, _ = generated
     page = render_html({**report, "split": "validationData"})
     assert page.count('<section class="tensor"') == len(GENERATED_CONFIG["features"])
     for tensor in report["tensors"]:
