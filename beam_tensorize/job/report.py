@@ -89,6 +89,9 @@ def write_report(
         if train is not None:
             document["drift"] = compare(train, document, TRAIN_SPLIT, drift_threshold)
     timings = dict(statistics.get("timings") or {})
+    last_batch = timings.pop("lastBatchAt", None)
+    if last_batch is not None:  # the records' commit, the metadata: after the last batch
+        timings["commitAndMetadata"] = max(time.time() - last_batch, 0.0)
     json_path, html_path = report_paths(out, split)
     written = {"json": json_path}
     if report_format == "html":

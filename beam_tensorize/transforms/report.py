@@ -25,8 +25,9 @@ class ComputeStatistics(beam.PTransform):
     batches (numpy / Arrow compute, no per-row Python); a `CombineGlobally` merges them. The
     memory it takes does not grow with the data (see `beam_tensorize.kernels.report.sketches`
     for each statistic's error bound). The output is one dict: the report document of
-    docs/report.md without `split`, `drift` and with `timings.statistics` the seconds spent
-    here (summed over workers).
+    docs/report.md without `split` and `drift`; its `timings` hold `statistics`, the seconds
+    spent here (summed over workers), `readAndExtract`, the seconds from the first batch to the
+    last one seen here, and `lastBatchAt` (epoch seconds).
 
     Args:
         config: the job's config; the batches hold its tensors as `ExtractFeatures` gives them
@@ -110,6 +111,9 @@ class _BatchStatisticsFn(_BundleStatisticsFn):
         stats = self._current()
         stats.add_batch(batch, self._vocabularies)
         stats.seconds += time.perf_counter() - started
+        now = time.time()
+        stats.first_batch = now if stats.first_batch is None else min(stats.first_batch, now)
+        stats.last_batch = now if stats.last_batch is None else max(stats.last_batch, now)
         return ()
 
 
@@ -140,4 +144,7 @@ class _MergeStatisticsFn(beam.CombineFn):
         stats = accumulator if accumulator is not None else Statistics(self._config)
         document = stats.describe()
         document["timings"] = {"statistics": stats.seconds}
+        if stats.first_batch is not None:
+            document["timings"]["readAndExtract"] = stats.last_batch - stats.first_batch
+            document["timings"]["lastBatchAt"] = stats.last_batch  # for the stages after it
         return document

@@ -406,18 +406,16 @@ class Tensorize(beam.PTransform):
             # The statistics of the extracted batches (before hashing and feature lists), the
             # report written once the data and the metadata are committed, before _SUCCESS.
             statistics = extracted | "ComputeStatistics" >> ComputeStatistics(config, lists, dead_letters)
-            report = (
-                beam.pvalue.AsList(
-                    metadata
-                    | "WriteReport"
-                    >> beam.Map(
-                        lambda _, stats: write_report(
-                            stats, out, split, spec.execution_mode, spec.report, spec.drift_threshold
-                        ),
-                        beam.pvalue.AsSingleton(statistics),
-                    )
-                ),
+            written_report = metadata | "WriteReport" >> beam.Map(
+                _write_report_after,
+                beam.pvalue.AsSingleton(statistics),
+                out,
+                split,
+                spec.execution_mode,
+                spec.report,
+                spec.drift_threshold,
             )
+            report = (beam.pvalue.AsList(written_report),)
         done = metadata | "WriteSuccess" >> beam.Map(
             write_success,
             out,
@@ -455,6 +453,11 @@ def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, gro
         "indexes": [index_column(g[0]) for g in groups],
     }
     return {**splits, split: info}
+
+
+def _write_report_after(_metadata_path: str, statistics: dict, *settings) -> dict:
+    """`write_report` once the metadata is written (its path is the step's main input)."""
+    return write_report(statistics, *settings)
 
 
 class _CountingRead(ReadTable):

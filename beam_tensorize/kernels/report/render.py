@@ -84,31 +84,31 @@ def _figure_png(tensor: dict, drift: dict | None) -> str:
         ("coverage", bool(tensor.get("categorical", {}).get("top"))),
         ("lengths", bool(tensor.get("lengths", {}).get("histogram"))),
     ]
-    panels = [name for name, present in candidates if present][:1]
+    panels = [name for name, present in candidates if present]
     if not panels:
         return ""
+    panel = panels[0]
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    fig = Figure(figsize=(3.6 * len(panels), 2.4), dpi=_DPI)
+    width, height = 3.6, 2.4  # inches
+    fig = Figure(figsize=(width, height), dpi=_DPI)
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    ax = fig.subplots()
     # A fixed layout (tight_layout would draw every figure twice).
-    margin = (1.15 if panels[0] == "top" else 0.5) / (3.6 * len(panels))  # inches -> share
-    fig.subplots_adjust(left=margin, right=0.98, bottom=0.2, top=0.88, wspace=0.45)
-    for ax, panel in zip(axes, panels):
-        _draw(ax, panel, tensor, drift)
-        ax.tick_params(labelsize=8)
-        ax.title.set_fontsize(9)
-        if panel != "coverage":
-            ax.xaxis.set_major_locator(MaxNLocator(5))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
+    fig.subplots_adjust(left=0.5 / width, right=0.96, bottom=0.2, top=0.88)
+    _draw(ax, panel, tensor, drift)
+    ax.tick_params(labelsize=8)
+    ax.title.set_fontsize(9)
+    if panel != "coverage":
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    alt = html.escape(f"{tensor['name']}: " + ", ".join(panels))
-    return f'<img class="plot" alt="{alt}" width="{int(3.6 * len(panels) * _DPI)}" src="data:image/png;base64,{data}">'
+    alt = html.escape(f"{tensor['name']}: {panel}")
+    return f'<img class="plot" alt="{alt}" width="{int(width * _DPI)}" src="data:image/png;base64,{data}">'
 
 
 def _bars(ax, edges, counts, **style):
@@ -138,12 +138,6 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
         )
         ax.legend(frameon=False, fontsize=8)
         ax.set_title(f"{drift['compared']} vs train (share)")
-    elif panel == "top":
-        top = tensor["categorical"]["top"][:10]
-        labels = [str(t["value"])[:18] for t in top][::-1]
-        ax.barh(range(len(top)), [t["count"] for t in top][::-1], color="#3e7cb1")
-        ax.set_yticks(range(len(top)), labels)
-        ax.set_title("top entries")
     elif panel == "coverage":
         points = tensor["categorical"]["coverage"]
         ax.plot([p["k"] for p in points], [p["share"] for p in points], marker="o", color="#3e7cb1")
@@ -324,7 +318,7 @@ def render_html(report: dict) -> str:
     timing_html = ""
     if timings:
         timing_html = (
-            '<p class="muted">time: '
+            '<p class="muted">time per stage: '
             + ", ".join(
                 f"{html.escape(k)} {v:.2f} s"
                 for k, v in sorted(timings.items())

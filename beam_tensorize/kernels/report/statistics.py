@@ -449,7 +449,11 @@ class Statistics:
         self.files: dict[str, list[int]] = {}
         #: reason -> [count, smallest example]
         self.reasons: dict[str, list] = {}
+        #: Seconds spent filling these statistics, and when (epoch seconds) the first and the
+        #: last batch came: the caller keeps them (see `ComputeStatistics`).
         self.seconds = 0.0
+        self.first_batch: float | None = None
+        self.last_batch: float | None = None
 
     def add_batch(self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None) -> None:
         """Add one extracted batch; `vocabularies`: the feature lists' entries by tensor."""
@@ -495,6 +499,9 @@ class Statistics:
         for reason, (count, example) in sorted(other.reasons.items()):
             self._add_reason(reason, count, example)
         self.seconds += other.seconds
+        for attr, pick in (("first_batch", min), ("last_batch", max)):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            setattr(self, attr, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
         return self
 
     def describe(self) -> dict:
