@@ -16,6 +16,8 @@ INSTALL_REQUIRES = [
     "pyhocon>=0.3.60",
     "cramjam>=2.7",
     "isal>=1.6",
+    # The run report's plots (beam_tensorize/kernels/report/render.py).
+    "matplotlib>=3.7",
 ]
 
 EXTRAS_REQUIRE = {
@@ -31,6 +33,8 @@ EXTRAS_REQUIRE = {
         "moto[server]>=5",
         "gcp-storage-emulator>=2024.8",
         "apache-beam[aws]>=2.60,<3",
+        # The report page's browser test drives Debian's chromium over the DevTools protocol.
+        "websockets>=12",
     ],
     "aws": ["apache-beam[aws]>=2.60,<3"],
     "spark": ["pyspark>=4.0"],

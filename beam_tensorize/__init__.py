@@ -36,6 +36,7 @@ _LAZY = {
     "ApplyFeatureLists": "beam_tensorize.transforms",
     "BuildFeatureLists": "beam_tensorize.transforms",
     "BuildVocab": "beam_tensorize.transforms",
+    "ComputeStatistics": "beam_tensorize.transforms",
     "EmitMetadata": "beam_tensorize.transforms",
     "HashFeatures": "beam_tensorize.transforms",
     "LoadFeatureLists": "beam_tensorize.transforms",

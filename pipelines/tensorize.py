@@ -41,8 +41,10 @@ from beam_tensorize.job.preflight import (
     check_same_config,
     remove_stale_temporaries,
 )
+from beam_tensorize.job.report import REPORT_FORMATS, report_paths
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
+from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.progress import PROGRESS_ENV, ProgressReporter, format_rate, read_progress
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
@@ -151,6 +153,22 @@ class TensorizeOptions(PipelineOptions):
             default=0.0,
             help="Fail (committing nothing) when more than this fraction of records cannot be "
             "converted; bad records are written to <output>/deadLetters/ either way. Default 0.",
+        )
+        parser.add_argument(
+            "--report",
+            default="html",
+            choices=REPORT_FORMATS,
+            help="Run report in <output>/report/<split>.json and .html: statistics of every "
+            "tensor, input file and bad-row reason, drift against the train report in the same "
+            "output (see docs/report.md). html (default): the JSON and a self-contained page; "
+            "json: the JSON only; none: no report.",
+        )
+        parser.add_argument(
+            "--drift_threshold",
+            type=float,
+            default=DEFAULT_DRIFT_THRESHOLD,
+            help="A validation or test run's report flags tensors whose distance to the train "
+            f"report exceeds this (0 to 1). Default {DEFAULT_DRIFT_THRESHOLD}.",
         )
         parser.add_argument(
             "--external_feature_lists",
@@ -293,6 +311,8 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         raise ValueError(
             f"--max_bad_records_ratio must be between 0 and 1, got {options.max_bad_records_ratio}"
         )
+    if not 0.0 <= options.drift_threshold <= 1.0:
+        raise ValueError(f"--drift_threshold must be between 0 and 1, got {options.drift_threshold}")
     formats_compressions = FILE_FORMATS[options.output_format]
     if options.compression is not None and options.compression not in formats_compressions:
         raise ValueError(
@@ -348,6 +368,8 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         extra_columns=tuple(extra),
         partition_by=tuple(partition_by),
         batch_rows=options.batch_rows,
+        report=options.report,
+        drift_threshold=options.drift_threshold,
     )
 
 
@@ -410,6 +432,9 @@ def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float
         f"  time:          {elapsed:.1f} s"
         + (f" ({format_rate(rows_read, elapsed)} read)" if rows_read else ""),
     ]
+    if spec.report != "none":
+        json_path, html_path = report_paths(output, split)
+        lines.append(f"  report:        {html_path if spec.report == 'html' else json_path}")
     if data.get("deduplication"):
         lines.append(
             f"  deduplicated:  {data['numRecords']} rows in {data.get('numBlocks')} blocks{_saved(counters)}"

@@ -201,9 +201,12 @@ def appending_to(out: str, split: str, save_mode: str) -> dict | None:
     return json.loads(document).get("data", {}).get(split) if document else None
 
 
-def write_success(metadata_path: str, out: str, split: str, splits: dict, counts: dict | None = None) -> dict:
+def write_success(
+    metadata_path: str, out: str, split: str, splits: dict, counts: dict | None = None, *_after
+) -> dict:
     """Move the dead letters into place (`commit_dead_letters`), then write
-    `<out>/<split>/_SUCCESS` and `<out>/_SUCCESS` last; returns the job's summary dict."""
+    `<out>/<split>/_SUCCESS` and `<out>/_SUCCESS` last; returns the job's summary dict.
+    `_after`: side inputs that only order this step after others (the run report)."""
     if counts is not None:
         commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split))
     for folder in (posixpath.join(out, split), out):  # the split's too, as Avro2TF writes it

@@ -28,9 +28,11 @@ from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, check_file_format
 from beam_tensorize.job.feature_lists import feature_list_groups
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
+from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.features.extract import extra_column_names, input_columns
 from beam_tensorize.kernels.partitions import PARTITION_FOLDER_COLUMN, PARTITION_ID_COLUMN
+from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.kernels.serving_settings import TransformSettings
 
 __all__ = ["TensorizeSpec"]
@@ -96,6 +98,11 @@ class TensorizeSpec:
         dedup_block_size, dedup_user_cols: Parquet output written in blocks of this many rows
             with each group's `[key, value, ...]` columns stored once per distinct key
             (HybridBackend's deduplication; `Dataset.from_output` restores the rows).
+        report: the run report written to `<output>/report/<split>.json|html` (see
+            docs/report.md): "none" (the default here; the CLI's default is "html"), "json" or
+            "html" (the JSON and the page). `tensorize_spark` writes none.
+        drift_threshold: a validation / test run's report flags the tensors whose distance to
+            the train report of the same output exceeds this (0..1).
         batch_rows: rows per batch read.
         split_bytes: about how many bytes one input split reads.
 
@@ -128,6 +135,8 @@ class TensorizeSpec:
     skip_conversion: bool = False
     dedup_block_size: int | None = None
     dedup_user_cols: tuple[tuple[str, ...], ...] = ()
+    report: str = "none"
+    drift_threshold: float = DEFAULT_DRIFT_THRESHOLD
     batch_rows: int = formats.DEFAULT_BATCH_ROWS
     split_bytes: int = formats.DEFAULT_SPLIT_BYTES
 
@@ -218,6 +227,15 @@ class TensorizeSpec:
                 )
             if any(not g or not all(isinstance(c, str) and c for c in g) for g in groups):
                 raise ValueError(f"dedup_user_cols must be groups of column names, got {list(groups)}")
+        if self.report not in REPORT_FORMATS:
+            raise ValueError(f"report {self.report!r} is not one of {', '.join(REPORT_FORMATS)}")
+        threshold = self.drift_threshold
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not 0.0 <= threshold <= 1.0
+        ):
+            raise ValueError(f"drift_threshold must be between 0 and 1, got {threshold!r}")
         _positive("batch_rows", self.batch_rows)
         _positive("split_bytes", self.split_bytes)
 

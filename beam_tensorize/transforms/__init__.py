@@ -12,6 +12,7 @@ from beam_tensorize.transforms.feature_lists import (
 from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
 from beam_tensorize.transforms.ranking import PrepRankingData
+from beam_tensorize.transforms.report import ComputeStatistics
 from beam_tensorize.transforms.tensorize import Tensorize, TensorizeOutputs
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "ApplyFeatureLists",
     "BuildFeatureLists",
     "BuildVocab",
+    "ComputeStatistics",
     "EmitMetadata",
     "EncodeExamples",
     "ExtractFeatures",

@@ -31,6 +31,7 @@ from beam_tensorize.job.finish import (
     remove_success_marker,
     write_success,
 )
+from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.extract import input_columns
@@ -49,6 +50,7 @@ from beam_tensorize.transforms.feature_lists import (
 )
 from beam_tensorize.transforms.hashing import HashFeatures
 from beam_tensorize.transforms.metadata import EmitMetadata
+from beam_tensorize.transforms.report import ComputeStatistics
 
 __all__ = ["Tensorize", "TensorizeOutputs"]
 
@@ -126,6 +128,10 @@ class Tensorize(beam.PTransform):
             Arrow type, see `beam_tensorize.kernels.features.conversion.layout_for_column`).
         output_format: "tfrecord" (`tf.train.Example`s) or "parquet" (the same tensors as
             columns, see `beam_tensorize.kernels.parquet_output`); the metadata records it.
+        report, drift_threshold: the run report, `<output_dir>/report/<split>.json|html`
+            ("none" by default here; see docs/report.md): statistics of the extracted batches
+            (`beam_tensorize.report.ComputeStatistics`), written after the metadata and before
+            `_SUCCESS`, with the drift against the train report of the same output.
 
     Example:
         >>> import apache_beam as beam
@@ -261,11 +267,8 @@ class Tensorize(beam.PTransform):
             | "InputSchemas" >> beam.Map(input_schema_of)
             | "OneInputSchema" >> beam.CombineGlobally(one_input_schema)
         )
-        hashed = (
-            batches
-            | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
-            | "HashFeatures" >> HashFeatures(config)
-        )
+        extracted = batches | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
+        hashed = extracted | "HashFeatures" >> HashFeatures(config)
         if spec.partition_field_name:
             hashed = hashed | "PartitionIds" >> beam.Map(
                 with_partition_ids, spec.partition_field_name, spec.num_partitions
@@ -411,8 +414,28 @@ class Tensorize(beam.PTransform):
         metadata = splits | "EmitMetadata" >> self._emit_metadata(
             lists, write_lists, extra_stored, maxima, input_schema, add_to_recorded=appending
         )
+        report = ()
+        if spec.report != "none":
+            # The statistics of the extracted batches (before hashing and feature lists), the
+            # report written once the data and the metadata are committed, before _SUCCESS.
+            statistics = extracted | "ComputeStatistics" >> ComputeStatistics(config, lists, dead_letters)
+            written_report = metadata | "WriteReport" >> beam.Map(
+                _write_report_after,
+                beam.pvalue.AsSingleton(statistics),
+                out,
+                split,
+                spec.execution_mode,
+                spec.report,
+                spec.drift_threshold,
+            )
+            report = (beam.pvalue.AsList(written_report),)
         done = metadata | "WriteSuccess" >> beam.Map(
-            write_success, out, split, beam.pvalue.AsSingleton(splits), beam.pvalue.AsSingleton(counts)
+            write_success,
+            out,
+            split,
+            beam.pvalue.AsSingleton(splits),
+            beam.pvalue.AsSingleton(counts),
+            *report,
         )
         untouched = skipped | "NothingWritten" >> beam.Map(
             lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
@@ -443,6 +466,11 @@ def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, gro
         "indexes": [index_column(g[0]) for g in groups],
     }
     return {**splits, split: info}
+
+
+def _write_report_after(_metadata_path: str, statistics: dict, *settings) -> dict:
+    """`write_report` once the metadata is written (its path is the step's main input)."""
+    return write_report(statistics, *settings)
 
 
 class _CountingRead(ReadTable):

@@ -1,0 +1,120 @@
+"""The run report's files: `<output>/report/<split>.json` and `<output>/report/<split>.html`.
+
+`write_report` runs as the last step before `_SUCCESS` (after the data and the metadata are
+committed): it completes the statistics document (split, execution mode, drift against the
+train report of the same output, timings), then writes the page and the JSON, each under a
+temporary name renamed into place. A run that fails earlier writes neither, and leaves the
+report of an earlier run as it was. See docs/report.md for the document.
+
+Example:
+    >>> import os, tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> stats = {"version": 1, "rowsRead": 0, "rowsWritten": 0, "badRows": 0, "files": [],
+    ...          "deadLetters": [], "tensors": [], "timings": {"statistics": 0.0}}
+    >>> written = write_report(stats, out, "trainingData", "train", "json")
+    >>> sorted(os.listdir(os.path.join(out, "report")))
+    ['trainingData.json']
+    >>> load_report(out, "trainingData")["split"]
+    'trainingData'
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+
+from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD, compare
+from beam_tensorize.kernels.report.render import render_html
+
+__all__ = [
+    "REPORT_FOLDER",
+    "REPORT_FORMATS",
+    "TRAIN_SPLIT",
+    "load_report",
+    "rebuild_page",
+    "report_paths",
+    "write_report",
+]
+
+REPORT_FOLDER = "report"
+#: `--report` values: none, the JSON only, or the JSON and the HTML page.
+REPORT_FORMATS = ("none", "json", "html")
+#: The split other splits' reports are compared with.
+TRAIN_SPLIT = "trainingData"
+
+
+def report_paths(out: str, split: str) -> tuple[str, str]:
+    """(JSON path, HTML path) of a split's report."""
+    folder = posixpath.join(out, REPORT_FOLDER)
+    return posixpath.join(folder, f"{split}.json"), posixpath.join(folder, f"{split}.html")
+
+
+def load_report(out: str, split: str) -> dict | None:
+    """A split's report document in an output, or None when it has none."""
+    text = read_text(report_paths(out, split)[0])
+    return None if text is None else json.loads(text)
+
+
+def write_report(
+    statistics: dict,
+    out: str,
+    split: str,
+    execution_mode: str,
+    report_format: str,
+    drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
+) -> dict:
+    """Write the split's report (`report_format` "json" or "html"; "none" writes nothing).
+
+    Args:
+        statistics: what `beam_tensorize.report.ComputeStatistics` gave.
+        out, split, execution_mode: the job's output folder, split folder and mode.
+        report_format: "none", "json" or "html".
+        drift_threshold: distances above it flag a tensor (validation / test runs that find a
+            train report in `out`).
+
+    Returns:
+        `{"json": path, "html": path}` of the files written (an empty dict for "none").
+    """
+    if report_format not in REPORT_FORMATS:
+        raise ValueError(f"report must be one of {', '.join(REPORT_FORMATS)}, got {report_format!r}")
+    if report_format == "none":
+        return {}
+    started = time.perf_counter()
+    document = {"version": statistics.get("version"), "split": split, "executionMode": execution_mode}
+    document.update({k: v for k, v in statistics.items() if k not in ("version", "timings")})
+    if split != TRAIN_SPLIT:
+        train = load_report(out, TRAIN_SPLIT)
+        if train is not None:
+            document["drift"] = compare(train, document, TRAIN_SPLIT, drift_threshold)
+    timings = dict(statistics.get("timings") or {})
+    last_batch = timings.pop("lastBatchAt", None)
+    if last_batch is not None:  # the records' commit, the metadata: after the last batch
+        timings["commitAndMetadata"] = max(time.time() - last_batch, 0.0)
+    json_path, html_path = report_paths(out, split)
+    written = {"json": json_path}
+    if report_format == "html":
+        page_started = time.perf_counter()
+        page = render_html({**document, "timings": timings})
+        timings["renderPage"] = time.perf_counter() - page_started
+        write_text_atomically(html_path, page)
+        written["html"] = html_path
+    timings["writeReport"] = time.perf_counter() - started
+    document["timings"] = timings
+    write_text_atomically(json_path, json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    return written
+
+
+def rebuild_page(out: str, split: str) -> str:
+    """Render `<out>/report/<split>.html` again from its JSON; returns the page's path.
+
+    Raises:
+        FileNotFoundError: the output has no JSON report of that split.
+    """
+    document = load_report(out, split)
+    json_path, html_path = report_paths(out, split)
+    if document is None:
+        raise FileNotFoundError(json_path)
+    write_text_atomically(html_path, render_html(document))
+    return html_path

@@ -1,0 +1,132 @@
+"""Drift between two run reports (a validation / test split against the train split), as TFDV
+measures it.
+
+* Text and feature-list entries (`categorical`): the L-infinity distance between the two
+  normalized distributions, `max_v |p(v) - q(v)|` over every value in either report's frequent
+  values summary (0: same shares, 1: disjoint). Values outside a summary count as 0, so with
+  more distinct values than the summary holds the distance is within the summaries' count
+  error (`maxCountError / occurrences`) of the exact one.
+* Numbers: the Jensen-Shannon divergence (base 2, between 0 and 1) of the two histograms over
+  `DRIFT_BINS` equal-width bins spanning both reports' minimum to maximum, the counts read from
+  each report's quantile sketch.
+
+A tensor with both kinds (name-term-value) is compared on its entries; a tensor with neither
+(only list lengths) on its lengths. A distance above the threshold flags the tensor.
+
+Example:
+    >>> a = {"tensors": [{"name": "g", "categorical": {"occurrences": 4, "summary": [["x", 3], ["y", 1]]}}]}
+    >>> b = {"tensors": [{"name": "g", "categorical": {"occurrences": 4, "summary": [["x", 1], ["y", 3]]}}]}
+    >>> compare(a, b, "trainingData", 0.1)["tensors"][0]
+    {'name': 'g', 'measure': 'L-infinity', 'distance': 0.5, 'flagged': True, 'compared': 'values'}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from beam_tensorize.kernels.report.sketches import NumericSketch, round_float
+
+__all__ = ["DEFAULT_DRIFT_THRESHOLD", "DRIFT_BINS", "compare", "jensen_shannon", "l_infinity", "numeric_bins"]
+
+#: `--drift_threshold`'s default (TFDV's examples use 0.01 for L-infinity; 0.1 flags what a
+#: person would see on the plots).
+DEFAULT_DRIFT_THRESHOLD = 0.1
+#: Histogram bins the numeric distributions are compared on.
+DRIFT_BINS = 20
+
+
+def l_infinity(a: dict[str, int], total_a: int, b: dict[str, int], total_b: int) -> float:
+    """Largest difference of the share of any value between two count tables."""
+    if not total_a or not total_b:
+        return 0.0 if total_a == total_b else 1.0
+    keys = set(a) | set(b)
+    return max((abs(a.get(k, 0) / total_a - b.get(k, 0) / total_b) for k in keys), default=0.0)
+
+
+def jensen_shannon(p, q) -> float:
+    """Jensen-Shannon divergence (base 2) of two histograms (counts; normalized here)."""
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+    if p.sum() == 0 or q.sum() == 0:
+        return 0.0 if p.sum() == q.sum() else 1.0
+    p, q = p / p.sum(), q / q.sum()
+    m = (p + q) / 2
+
+    def kl(x):
+        nz = x > 0
+        return float(np.sum(x[nz] * np.log2(x[nz] / m[nz])))
+
+    return max(0.0, min(1.0, (kl(p) + kl(q)) / 2))
+
+
+def _sketch(numbers: dict) -> NumericSketch:
+    data = dict(numbers["sketch"])
+    data.update(
+        {
+            "count": numbers["count"],
+            "nan": numbers.get("nanCount", 0),
+            "inf": numbers.get("infCount", 0),
+            "min": numbers["min"],
+            "max": numbers["max"],
+            "sum": 0.0,
+            "sumOfSquares": 0.0,
+        }
+    )
+    return NumericSketch.from_json(data)
+
+
+def numeric_bins(a: dict, b: dict, bins: int = DRIFT_BINS) -> tuple[list[float], list[int], list[int]]:
+    """Common bin edges of two numeric distributions of reports, and each one's counts."""
+    sa, sb = _sketch(a), _sketch(b)
+    lows = [s.minimum for s in (sa, sb) if s.count]
+    highs = [s.maximum for s in (sa, sb) if s.count]
+    if not lows:
+        return [0.0, 1.0], [0], [0]
+    low, high = min(lows), max(highs)
+    edges = np.linspace(low, high if high > low else low + 1, bins + 1)
+    return edges.tolist(), sa.histogram(edges), sb.histogram(edges)
+
+
+def _compare_tensor(train: dict, current: dict) -> dict | None:
+    for key in ("categorical", "numeric", "lengths"):
+        if key in train and key in current:
+            break
+    else:
+        return None
+    compared = {"categorical": "values", "numeric": "values", "lengths": "lengths"}[key]
+    if key == "categorical":
+        a, b = train[key], current[key]
+        distance = l_infinity(
+            dict(map(tuple, a["summary"])), a["occurrences"], dict(map(tuple, b["summary"])), b["occurrences"]
+        )
+        return {"measure": "L-infinity", "distance": distance, "compared": compared}
+    edges, base, now = numeric_bins(train[key], current[key])
+    return {
+        "measure": "Jensen-Shannon",
+        "distance": jensen_shannon(base, now),
+        "compared": compared,
+        "histograms": {"edges": [round_float(e) for e in edges], "train": base, "current": now},
+    }
+
+
+def compare(train: dict, current: dict, against: str, threshold: float) -> dict:
+    """The `drift` entry of `current`'s report: every tensor both reports describe, its
+    distance to `train` (the report of split `against`) and whether it exceeds `threshold`."""
+    previous = {t["name"]: t for t in train.get("tensors", [])}
+    tensors = []
+    for tensor in current.get("tensors", []):
+        if tensor["name"] not in previous:
+            continue
+        found = _compare_tensor(previous[tensor["name"]], tensor)
+        if found is None:
+            continue
+        distance = round_float(found.pop("distance"), 10)
+        entry = {"name": tensor["name"], "measure": found.pop("measure"), "distance": distance}
+        entry["flagged"] = distance > threshold
+        entry.update(found)
+        tensors.append(entry)
+    return {
+        "against": against,
+        "threshold": threshold,
+        "flagged": [t["name"] for t in tensors if t["flagged"]],
+        "tensors": tensors,
+    }

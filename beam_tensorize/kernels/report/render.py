@@ -1,0 +1,340 @@
+"""The run report as one self-contained HTML page: an overview, then one section per tensor with
+its plots (inline SVG drawn with matplotlib; no script, no network).
+
+Example:
+    >>> page = render_html({"split": "trainingData", "rowsRead": 2, "rowsWritten": 2, "badRows": 0,
+    ...     "files": [], "deadLetters": [], "tensors": [{"name": "x", "kind": "numeric", "rows": 2,
+    ...     "nullRate": 0.0, "emptyRate": 0.0}]})
+    >>> page.startswith("<!DOCTYPE html>"), 'id="tensor-x"' in page, "<script" in page
+    (True, True, False)
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+
+__all__ = ["render_html", "tensor_anchor"]
+
+#: Resolution of the plots (pixels per inch).
+_DPI = 90
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2933;background:#f5f7fa}
+main{max-width:1100px;margin:0 auto;padding:16px 24px}
+h1{font-size:1.5em;margin:.4em 0} h2{font-size:1.2em;margin:.2em 0 .4em}
+section{background:#fff;border:1px solid #d9e2ec;border-radius:6px;padding:12px 16px;margin:14px 0}
+table{border-collapse:collapse;font-size:.9em;margin:.3em 0}
+td,th{border-bottom:1px solid #e4e7eb;padding:3px 10px;text-align:left;vertical-align:top}
+th{background:#f0f4f8} td.n{text-align:right;font-variant-numeric:tabular-nums}
+.cards{display:flex;flex-wrap:wrap;gap:10px} .card{background:#f0f4f8;border-radius:6px;padding:8px 14px}
+.card b{display:block;font-size:1.3em} .flag{color:#b42318;font-weight:600} .ok{color:#2f7d32}
+img.plot{max-width:100%;height:auto} code{font-size:.85em;word-break:break-all}
+.muted{color:#616e7c;font-size:.85em}
+.row{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.top .bar{display:flex;align-items:center;font-size:.8em;line-height:1.35em}
+.top .label{width:170px;text-align:right;padding-right:6px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
+.top .fill{display:inline-block;height:.9em;background:#3e7cb1} .top .count{padding-left:5px;color:#616e7c}
+"""
+
+
+def tensor_anchor(name: str) -> str:
+    """The HTML id of a tensor's section."""
+    return "tensor-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return html.escape(str(value))
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.2f}%"
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{' class=n' if i in numeric else ''}>{c}</td>" for i, c in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _figure_png(tensor: dict, drift: dict | None) -> str:
+    """The tensor's plot as an inline PNG `<img>` ('' when it has nothing to plot): the drift
+    overlay, else the bucket load of a hashed tensor, the histogram of numbers, the coverage
+    curve of entries, or the values per row. One plot per tensor keeps the page cheap to draw
+    (the top entries are HTML bars)."""
+    candidates = [
+        ("drift", bool(drift and "histograms" in drift)),
+        ("load", "load" in tensor.get("hashing", {})),
+        ("numeric", bool(tensor.get("numeric", {}).get("histogram"))),
+        ("coverage", bool(tensor.get("categorical", {}).get("top"))),
+        ("lengths", bool(tensor.get("lengths", {}).get("histogram"))),
+    ]
+    panels = [name for name, present in candidates if present]
+    if not panels:
+        return ""
+    panel = panels[0]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    width, height = 3.6, 2.4  # inches
+    fig = Figure(figsize=(width, height), dpi=_DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    # A fixed layout (tight_layout would draw every figure twice).
+    fig.subplots_adjust(left=0.5 / width, right=0.96, bottom=0.2, top=0.88)
+    _draw(ax, panel, tensor, drift)
+    ax.tick_params(labelsize=8)
+    ax.title.set_fontsize(9)
+    if panel != "coverage":
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    alt = html.escape(f"{tensor['name']}: {panel}")
+    return f'<img class="plot" alt="{alt}" width="{int(width * _DPI)}" src="data:image/png;base64,{data}">'
+
+
+def _bars(ax, edges, counts, **style):
+    """A histogram as one filled step artist (much cheaper to draw than a bar per bin)."""
+    style.pop("edgecolor", None)
+    ax.stairs(counts, edges, fill=True, **style)
+
+
+def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
+    if panel == "numeric":
+        hist = tensor["numeric"]["histogram"]
+        _bars(ax, hist["edges"], hist["counts"], color="#3e7cb1", edgecolor="white")
+        ax.set_title("values")
+    elif panel == "drift":
+        hist = drift["histograms"]
+        total_a, total_b = sum(hist["train"]) or 1, sum(hist["current"]) or 1
+        _bars(
+            ax, hist["edges"], [c / total_a for c in hist["train"]], color="#9aa5b1", alpha=0.7, label="train"
+        )
+        _bars(
+            ax,
+            hist["edges"],
+            [c / total_b for c in hist["current"]],
+            color="#3e7cb1",
+            alpha=0.6,
+            label="this split",
+        )
+        ax.legend(frameon=False, fontsize=8)
+        ax.set_title(f"{drift['compared']} vs train (share)")
+    elif panel == "coverage":
+        points = tensor["categorical"]["coverage"]
+        ax.plot([p["k"] for p in points], [p["share"] for p in points], marker="o", color="#3e7cb1")
+        ax.set_xscale("log")
+        ticks = [k for k in (1, 10, 100, 1000) if k <= points[-1]["k"]]
+        ax.set_xticks(ticks, [str(k) for k in ticks])  # plain labels (no mathtext)
+        ax.minorticks_off()
+        ax.set_ylim(0, 1.02)
+        ax.set_title("coverage by top k")
+        ax.set_xlabel("k")
+    elif panel == "load":
+        hist = tensor["hashing"]["load"]["histogram"]
+        _bars(ax, hist["edges"], hist["counts"], color="#c17c2f", edgecolor="white")
+        ax.set_title("bucket load (occurrences per bucket)")
+        ax.set_ylabel("buckets")
+    elif panel == "lengths":
+        hist = tensor["lengths"]["histogram"]
+        _bars(ax, hist["edges"], hist["counts"], color="#6b9f5a", edgecolor="white")
+        ax.set_title("values per row")
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
+    facts = [
+        ("kind", _fmt(tensor.get("kind"))),
+        ("rows", _fmt(tensor.get("rows"))),
+        ("null", _pct(tensor.get("nullRate"))),
+        ("empty", _pct(tensor.get("emptyRate"))),
+    ]
+    numbers = tensor.get("numeric")
+    if numbers:
+        quantiles = {q["q"]: q["value"] for q in numbers.get("quantiles", [])}
+        facts += [
+            ("values", _fmt(numbers["count"])),
+            ("min", _fmt(numbers["min"])),
+            ("median", _fmt(quantiles.get(0.5))),
+            ("max", _fmt(numbers["max"])),
+            ("mean", _fmt(numbers["mean"])),
+            ("std", _fmt(numbers["std"])),
+        ]
+        if numbers.get("nanCount"):
+            facts.append(("NaN", _fmt(numbers["nanCount"])))
+    lengths = tensor.get("lengths")
+    if lengths and lengths.get("count"):
+        facts.append(
+            ("values per row", f"{_fmt(lengths['min'])}-{_fmt(lengths['max'])}, mean {_fmt(lengths['mean'])}")
+        )
+    categories = tensor.get("categorical")
+    if categories:
+        exact = "" if categories["exact"] else f" (counts ±{categories['maxCountError']:,})"
+        facts += [
+            ("entries", _fmt(categories["occurrences"])),
+            ("distinct", f"≥ {categories['distinctAtLeast']:,}{exact}"),
+        ]
+        top20 = next((c["share"] for c in categories["coverage"] if c["k"] == 20), None)
+        facts.append(("top 20 cover", _pct(top20)))
+    listed = tensor.get("featureList")
+    if listed:
+        facts += [("list size", _fmt(listed["size"])), ("not in list", _pct(listed["unknownShare"]))]
+    hashing = tensor.get("hashing")
+    if hashing:
+        facts += [
+            ("buckets", _fmt(hashing["hashBucketSize"])),
+            (
+                "distinct values",
+                ("≈ " if not hashing["distinctExact"] else "") + _fmt(hashing["distinctValues"]),
+            ),
+            ("colliding values", _pct(hashing.get("collidingShare"))),
+        ]
+        if "bucketsUsedShare" in hashing:
+            facts.append(("buckets used", _pct(hashing["bucketsUsedShare"])))
+    sparse = tensor.get("sparse")
+    if sparse:
+        facts += [("dimension", _fmt(sparse["dimension"])), ("density", _pct(sparse["density"]))]
+    return facts
+
+
+def _tensor_section(tensor: dict, drift: dict | None) -> str:
+    name = tensor["name"]
+    facts = "".join(
+        f'<div class="card"><span class="muted">{k}</span><b>{v}</b></div>' for k, v in _tensor_facts(tensor)
+    )
+    drift_line = ""
+    if drift:
+        mark = '<span class="flag">drift</span>' if drift["flagged"] else '<span class="ok">no drift</span>'
+        drift_line = (
+            f"<p>{mark}: {html.escape(drift['measure'])} distance of the {drift['compared']} to train "
+            f"{_fmt(drift['distance'])}</p>"
+        )
+    top = ""
+    categories = tensor.get("categorical")
+    if categories and categories["top"]:
+        highest = categories["top"][0]["count"] or 1
+        bars = "".join(
+            f'<div class="bar"><span class="label" title="{html.escape(str(t["value"]))}">'
+            f'{html.escape(str(t["value"])[:40])}</span><span class="fill" style="width:{240 * t["count"] / highest:.0f}px">'
+            f'</span><span class="count">{_fmt(t["count"])}</span></div>'
+            for t in categories["top"]
+        )
+        top = f'<div class="top"><div class="muted">top {len(categories["top"])} entries</div>{bars}</div>'
+    image = _figure_png(tensor, drift)
+    plot = f'<div class="plot">{image}</div>' if image else '<p class="muted">nothing to plot</p>'
+    dtype = html.escape(f"{tensor.get('dtype', '')} {tensor.get('shape', '')}")
+    return (
+        f'<section class="tensor" id="{tensor_anchor(name)}"><h2>{html.escape(name)} '
+        f'<span class="muted">{dtype}</span></h2><div class="cards">{facts}</div>{drift_line}'
+        f'<div class="row">{plot}{top}</div></section>'
+    )
+
+
+def render_html(report: dict) -> str:
+    """The report page of a report document (see docs/report.md)."""
+    split = report.get("split", "")
+    drift = report.get("drift") or {}
+    drift_of = {t["name"]: t for t in drift.get("tensors", [])}
+    cards = [
+        ("rows read", _fmt(report.get("rowsRead"))),
+        ("rows written", _fmt(report.get("rowsWritten"))),
+        ("bad rows", _fmt(report.get("badRows"))),
+        ("input files", _fmt(len(report.get("files", [])))),
+        ("tensors", _fmt(len(report.get("tensors", [])))),
+    ]
+    if drift:
+        cards.append(("drifting tensors", _fmt(len(drift.get("flagged", [])))))
+    overview = "".join(f'<div class="card"><span class="muted">{k}</span><b>{v}</b></div>' for k, v in cards)
+    rows = []
+    for tensor in report.get("tensors", []):
+        d = drift_of.get(tensor["name"])
+        flag = (
+            ""
+            if d is None
+            else (f'<span class="flag">{_fmt(d["distance"])}</span>' if d["flagged"] else _fmt(d["distance"]))
+        )
+        listed = tensor.get("featureList", {}).get("unknownShare")
+        rows.append(
+            [
+                f'<a href="#{tensor_anchor(tensor["name"])}">{html.escape(tensor["name"])}</a>',
+                _fmt(tensor.get("kind")),
+                _pct(tensor.get("nullRate")),
+                _pct(tensor.get("emptyRate")),
+                _pct(listed) if listed is not None else "",
+                flag,
+            ]
+        )
+    tensors_table = _table(["tensor", "kind", "null", "empty", "not in list", "drift"], rows, {2, 3, 4, 5})
+    files = report.get("files", [])
+    shown = sorted(files, key=lambda f: (-f["badRows"], f["file"]))[:20]
+    file_rows = [
+        [html.escape(f["file"]), _fmt(f["rowsRead"]), _fmt(f["rowsWritten"]), _fmt(f["badRows"])]
+        for f in shown
+    ]
+    files_html = _table(["file", "read", "written", "bad"], file_rows, {1, 2, 3})
+    if len(files) > len(shown):
+        files_html += (
+            f'<p class="muted">and {len(files) - len(shown):,} more files (all in the JSON report)</p>'
+        )
+    letters = report.get("deadLetters", [])
+    if letters:
+        letter_rows = [
+            [
+                html.escape(d["reason"]),
+                _fmt(d["count"]),
+                f"<code>{html.escape(json.dumps(d['example'])[:300])}</code>",
+            ]
+            for d in letters[:20]
+        ]
+        letters_html = _table(["reason", "count", "example"], letter_rows, {1})
+    else:
+        letters_html = '<p class="muted">no bad rows</p>'
+    drift_html = ""
+    if drift:
+        flagged = ", ".join(html.escape(n) for n in drift.get("flagged", [])) or "none"
+        drift_html = (
+            f"<p>Compared with <b>{html.escape(drift['against'])}</b> (threshold {_fmt(drift['threshold'])}): "
+            f"tensors over the threshold: {flagged}.</p>"
+        )
+    timings = report.get("timings") or {}
+    timing_html = ""
+    if timings:
+        timing_html = (
+            '<p class="muted">time per stage: '
+            + ", ".join(
+                f"{html.escape(k)} {v:.2f} s"
+                for k, v in sorted(timings.items())
+                if isinstance(v, (int, float))
+            )
+            + "</p>"
+        )
+    sections = "".join(_tensor_section(t, drift_of.get(t["name"])) for t in report.get("tensors", []))
+    title = f"Run report: {html.escape(split)}"
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<link rel="icon" href="data:,"><title>{title}</title><style>{_STYLE}</style></head><body><main>'
+        f'<h1>{title}</h1><section id="overview"><h2>Overview</h2><div class="cards">{overview}</div>'
+        f"{drift_html}{tensors_table}{timing_html}</section>"
+        f'<section id="files"><h2>Input files</h2>{files_html}</section>'
+        f'<section id="dead-letters"><h2>Bad rows by reason</h2>{letters_html}</section>'
+        f"{sections}</main></body></html>\n"
+    )

@@ -1,0 +1,545 @@
+"""The run report's statistics: a mergeable accumulator updated with whole record batches.
+
+`Statistics` holds, in memory that does not grow with the data (see `sketches`):
+
+* per input file: rows decoded, records that did not decode, rows that did not convert;
+* per tensor: rows, null rows, empty rows (lists with no value), the list-length distribution,
+  numbers (`NumericSketch`), text / feature-list entries (`TopK`), entries not in the tensor's
+  feature list, and for hashed tensors the load of every bucket and, per bucket, the smallest and
+  largest 62-bit hash of the distinct values in it (two differ: the bucket holds colliding
+  values), plus a distinct count (`DistinctSketch`);
+* dead letters by reason, with their count and the smallest example (as JSON text).
+
+It is filled from the batches *before* hashing and feature-list lookup (what `ExtractFeatures`
+gives): the statistics describe the values people recognise (strings, NTV `name,term`
+entries), and hashed tensors are hashed again here (distinct values only) with the job's hash
+functions. `describe` turns it into the report's JSON document (see docs/report.md).
+
+Example:
+    >>> import pyarrow as pa
+    >>> from beam_tensorize.config import parse_config
+    >>> config = parse_config({"features": [
+    ...     {"outputTensorInfo": {"name": "x", "dtype": "float", "shape": []}},
+    ...     {"outputTensorInfo": {"name": "g", "dtype": "long", "shape": [-1]}}]})
+    >>> stats = Statistics(config)
+    >>> stats.add_batch(pa.RecordBatch.from_pydict({"x": [1.0, 2.0, None], "g": [["a", "b"], ["a"], []]}),
+    ...                 vocabularies={"g": pa.array(["a"])})
+    >>> report = stats.describe()
+    >>> x, g = report["tensors"]
+    >>> x["numeric"]["mean"], x["nullRate"]
+    (1.5, 0.3333333333)
+    >>> g["categorical"]["top"][0], g["featureList"]["unknownShare"], g["emptyRate"]
+    ({'value': 'a', 'count': 2}, 0.3333333333, 0.3333333333)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+import farmhash
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.kernels.arrow_types import is_list_type, list_lengths
+from beam_tensorize.kernels.features.conversion import is_hashed_ntv
+from beam_tensorize.kernels.features.hashing import canonical_strings, hash_buckets
+from beam_tensorize.kernels.features.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.features.vocab import uses_feature_list
+from beam_tensorize.kernels.provenance import source_of
+from beam_tensorize.kernels.report.sketches import (
+    DistinctSketch,
+    NumericSketch,
+    TopK,
+    round_float,
+)
+
+__all__ = [
+    "COVERAGE_KS",
+    "MAX_DEAD_LETTER_REASONS",
+    "MAX_TRACKED_BUCKETS",
+    "QUANTILES",
+    "REPORT_VERSION",
+    "TOP_SHOWN",
+    "Statistics",
+    "TensorStatistics",
+]
+
+#: Version of the report's JSON document.
+REPORT_VERSION = 1
+#: Quantiles the report gives of every numeric distribution.
+QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
+#: Points of the coverage curve (share of occurrences covered by the top k entries).
+COVERAGE_KS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+#: Entries listed with their counts.
+TOP_SHOWN = 20
+#: Bins of the numeric histograms.
+HISTOGRAM_BINS = 10
+#: Whole numbers spanning at most this many values get one histogram bin per value.
+INTEGER_BINS = 40
+#: Hashed tensors with more buckets get no per-bucket arrays (the collision share is then the
+#: one expected of a uniform hash, marked `estimated`).
+MAX_TRACKED_BUCKETS = 1 << 20
+#: Dead-letter reasons kept apart; further reasons are counted under `OTHER_REASONS`.
+MAX_DEAD_LETTER_REASONS = 100
+OTHER_REASONS = "(other reasons)"
+#: Longest example kept per dead-letter reason (characters of JSON).
+EXAMPLE_CHARS = 1000
+_IDENTITY_BUCKETS = 1 << 62
+_ROW_SOURCE = re.compile(r"^(.*): (?:record|stripe) ")
+
+
+def _share(part: int, whole: int) -> float:
+    return round_float(part / whole, 10) if whole else 0.0
+
+
+def _strings(values: pa.Array) -> pa.Array:
+    """Distinct categorical values as text (bytes decoded as UTF-8, invalid bytes replaced)."""
+    t = values.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return values
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return pa.array([v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
+    return values.cast(pa.string())
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+class TensorStatistics:
+    """The statistics of one tensor (see the module docstring)."""
+
+    def __init__(self, tensor: TensorConfig):
+        self.name = tensor.name
+        self.tensor = tensor
+        self.rows = 0
+        self.nulls = 0
+        self.empties = 0
+        self.lengths: NumericSketch | None = None
+        self.values: NumericSketch | None = None
+        self.top: TopK | None = None
+        self.unknown: int | None = None
+        self.list_size: int | None = None
+        self.ntv = False
+        hash_info = tensor.input.transform_config.hash_info
+        self.hash_info = hash_info
+        self.loads: np.ndarray | None = None
+        self.low: np.ndarray | None = None
+        self.high: np.ndarray | None = None
+        self.distinct: DistinctSketch | None = None
+        if hash_info is not None:
+            self.distinct = DistinctSketch()
+            n = hash_info.hash_bucket_size
+            if n <= MAX_TRACKED_BUCKETS:
+                self.loads = np.zeros(n + 1, np.int64)  # the last: the dummy id
+                self.low = np.full(n, np.iinfo(np.int64).max, np.int64)
+                self.high = np.full(n, -1, np.int64)
+
+    # --- filling -----------------------------------------------------------------------------
+
+    def add(self, column: pa.Array, vocabulary: pa.Array | None = None) -> None:
+        """Add a column of this tensor (as extracted, before hashing / feature lists)."""
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        rows = len(column)
+        self.rows += rows
+        self.nulls += column.null_count
+        t = column.type
+        lengths = None
+        if is_ntv(t):
+            self.ntv = True
+            lengths = list_lengths(column)
+            _, entries, values = ntv_triples(column)
+            self._add_numbers(values)
+            self._add_categories(entries, vocabulary)
+        elif is_list_type(t):
+            lengths = list_lengths(column)
+            flat = column.flatten()
+            while is_list_type(flat.type):
+                flat = flat.flatten()
+            self._add_leaf(flat, vocabulary)
+        elif pa.types.is_struct(t) and {"indices", "values"} <= {f.name for f in t}:
+            lengths = list_lengths(column.field("indices"))
+            self._add_numbers(np.asarray(column.field("values").flatten().drop_null(), np.float64))
+        else:
+            self._add_leaf(column, vocabulary)
+        if lengths is not None:
+            valid = np.asarray(column.is_valid(), bool) if column.null_count else None
+            kept = lengths if valid is None else lengths[valid]
+            self.empties += int((kept == 0).sum())
+            if self.lengths is None:
+                self.lengths = NumericSketch()
+            self.lengths.add(kept)
+        if self.hash_info is not None:
+            self._add_hashed(column, lengths)
+
+    def _add_leaf(self, flat: pa.Array, vocabulary: pa.Array | None) -> None:
+        flat = flat.drop_null() if flat.null_count else flat
+        if pa.types.is_dictionary(flat.type):
+            flat = flat.dictionary_decode()
+        if _is_numeric(flat.type):
+            if pa.types.is_decimal(flat.type):
+                flat = flat.cast(pa.float64())
+            self._add_numbers(flat.to_numpy(zero_copy_only=False))  # integers stay integers
+        else:
+            self._add_categories(flat, vocabulary)
+
+    def _add_numbers(self, values) -> None:
+        if self.values is None:
+            self.values = NumericSketch()
+        self.values.add(np.asarray(values))
+
+    def _add_categories(self, values: pa.Array, vocabulary: pa.Array | None) -> None:
+        if self.top is None:
+            self.top = TopK()
+        if values.null_count:
+            values = values.drop_null()
+        counted = pc.value_counts(values)
+        distinct, counts = counted.field("values"), np.asarray(counted.field("counts"), np.int64)
+        self.top.add(_strings(distinct), counts)
+        if vocabulary is not None:
+            known = np.asarray(pc.is_in(distinct.cast(pa.string()), vocabulary).fill_null(False), bool)
+            self.unknown = (self.unknown or 0) + int(counts[~known].sum())
+            self.list_size = len(vocabulary)
+
+    def _add_hashed(self, column: pa.Array, lengths: np.ndarray | None) -> None:
+        info = self.hash_info
+        n, k = info.hash_bucket_size, info.num_hash_functions
+        if is_hashed_ntv(self.tensor) and is_ntv(column.type):
+            keys = ntv_triples(column)[1]
+            dummies = 0  # a null or empty NTV gives an empty vector
+        else:
+            flat = column
+            while is_list_type(flat.type):
+                flat = flat.flatten()
+            keys = flat.drop_null() if flat.null_count else flat
+            if pa.types.is_dictionary(keys.type):
+                keys = keys.dictionary_decode()
+            if lengths is None:
+                dummies = column.null_count
+            else:  # rows without any non-null value
+                dummies = len(column) - _rows_with_values(column)
+        counted = pc.value_counts(keys)
+        distinct = canonical_strings(counted.field("values"))  # what the hash functions read
+        counts = np.asarray(counted.field("counts"), np.int64)
+        if not len(distinct):
+            if self.loads is not None:
+                self.loads[n] += dummies * k
+            return
+        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
+            fingerprints = np.fromiter(
+                map(farmhash.fingerprint64, distinct.to_pylist()), np.uint64, len(distinct)
+            )
+            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
+            first = (fingerprints % np.uint64(n)).astype(np.int64) if self.loads is not None else None
+        else:
+            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2)
+            first = None
+        self.distinct.add(identity)
+        if self.loads is None:
+            return
+        self.loads[n] += dummies * k
+        for j in range(k):
+            buckets = (
+                first if j == 0 and first is not None else hash_buckets(distinct, n, j, k, info.hash_function)
+            )
+            self.loads[:n] += np.bincount(buckets, weights=counts, minlength=n).astype(np.int64)
+            if j == 0:
+                np.minimum.at(self.low, buckets, identity)
+                np.maximum.at(self.high, buckets, identity)
+
+    def merge(self, other: TensorStatistics) -> None:
+        self.rows += other.rows
+        self.nulls += other.nulls
+        self.empties += other.empties
+        self.ntv = self.ntv or other.ntv
+        for attr in ("lengths", "values", "top", "distinct"):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            if theirs is None:
+                continue
+            if mine is None:
+                setattr(self, attr, theirs)
+            else:
+                mine.merge(theirs)
+        if other.unknown is not None:
+            self.unknown = (self.unknown or 0) + other.unknown
+            self.list_size = other.list_size
+        if other.loads is not None:
+            self.loads += other.loads
+            np.minimum(self.low, other.low, out=self.low)
+            np.maximum(self.high, other.high, out=self.high)
+
+    # --- the report ----------------------------------------------------------------------------
+
+    def describe(self) -> dict:
+        """This tensor's entry of the report (see docs/report.md)."""
+        out = self.tensor.output
+        entry = {
+            "name": self.name,
+            "dtype": out.dtype,
+            "shape": list(out.shape),
+            "isSparse": bool(out.is_sparse),
+            "kind": self.kind,
+            "rows": self.rows,
+            "nullRows": self.nulls,
+            "emptyRows": self.empties,
+            "nullRate": _share(self.nulls, self.rows),
+            "emptyRate": _share(self.empties, self.rows),
+        }
+        if self.lengths is not None:
+            entry["lengths"] = describe_numbers(self.lengths)
+        if self.values is not None:
+            entry["numeric"] = describe_numbers(self.values)
+        if self.top is not None:
+            entry["categorical"] = describe_categories(self.top)
+        if self.unknown is not None:
+            occurrences = self.top.total if self.top else 0
+            entry["featureList"] = {
+                "size": self.list_size,
+                "unknownOccurrences": self.unknown,
+                "unknownShare": _share(self.unknown, occurrences),
+            }
+        if self.hash_info is not None:
+            entry["hashing"] = self._describe_hashing()
+        dimension = self._dimension()
+        if dimension and self.lengths is not None and self.lengths.count:
+            entry["sparse"] = {
+                "dimension": dimension,
+                "meanNonZeros": round_float(self.lengths.mean),
+                "density": round_float(self.lengths.mean / dimension, 10),
+            }
+        return entry
+
+    @property
+    def kind(self) -> str:
+        if self.hash_info is not None:
+            return "hashed"
+        if self.ntv:
+            return "ntv"
+        if self.top is not None:
+            return "categorical"
+        return "numeric"
+
+    def _dimension(self) -> int | None:
+        """The length of the vector a sparse / NTV tensor becomes (None: not a vector)."""
+        if self.hash_info is not None and is_hashed_ntv(self.tensor):
+            return self.hash_info.hash_bucket_size
+        if self.ntv and self.list_size is not None:
+            return self.list_size + 1
+        shape = self.tensor.output.shape
+        if self.tensor.output.is_sparse and shape and all(d > 0 for d in shape):
+            return int(np.prod(shape))
+        return None
+
+    def _describe_hashing(self) -> dict:
+        info = self.hash_info
+        n, k = info.hash_bucket_size, info.num_hash_functions
+        distinct = self.distinct.estimate()
+        entry = {
+            "hashBucketSize": n,
+            "numHashFunctions": k,
+            "distinctValues": distinct,
+            "distinctExact": self.distinct.exact,
+        }
+        if self.loads is None:
+            expected = 1 - (1 - 1 / n) ** max(distinct - 1, 0)
+            entry.update({"collidingShare": round_float(expected, 10), "estimated": True})
+            return entry
+        loads = self.loads[:n]
+        used = loads > 0
+        occupied = self.high >= 0
+        alone = int((occupied & (self.low == self.high)).sum())
+        colliding = max(distinct - alone, 0) if distinct else 0
+        top = int(loads.max()) if n else 0
+        edges = np.linspace(0, max(top, 1), HISTOGRAM_BINS + 1)
+        histogram = np.histogram(loads, bins=edges)[0]
+        entry.update(
+            {
+                "estimated": not self.distinct.exact,
+                "collidingValues": colliding,
+                "collidingShare": _share(colliding, distinct),
+                "bucketsUsed": int(used.sum()),
+                "bucketsUsedShare": _share(int(used.sum()), n),
+                "dummyIdOccurrences": int(self.loads[n]),
+                "load": {
+                    "min": int(loads.min()) if n else 0,
+                    "max": top,
+                    "mean": round_float(float(loads.mean()) if n else 0.0),
+                    "quantiles": [
+                        {"q": q, "value": round_float(float(np.quantile(loads, q)))} for q in QUANTILES
+                    ],
+                    "histogram": {
+                        "edges": [round_float(e) for e in edges.tolist()],
+                        "counts": histogram.astype(int).tolist(),
+                    },
+                },
+            }
+        )
+        return entry
+
+
+def _rows_with_values(column: pa.Array) -> int:
+    """Rows of a list column holding at least one non-null value (any nesting)."""
+    flat, parents = column, None
+    while is_list_type(flat.type):
+        index = np.asarray(pc.list_parent_indices(flat), np.int64)
+        parents = index if parents is None else parents[index]
+        flat = flat.flatten()
+    valid = np.asarray(flat.is_valid(), bool)
+    return len(np.unique(parents[valid])) if parents is not None else int(valid.sum())
+
+
+def describe_numbers(sketch: NumericSketch) -> dict:
+    """A numeric distribution of the report: moments, quantiles, a histogram, the sketch."""
+    entry = {
+        "count": sketch.count,
+        "nanCount": sketch.nan,
+        "infCount": sketch.inf,
+        "min": round_float(sketch.minimum),
+        "max": round_float(sketch.maximum),
+        "mean": round_float(sketch.mean),
+        "std": round_float(sketch.std),
+        "zeros": sketch.zeros,
+        "quantiles": [{"q": q, "value": round_float(sketch.quantile(q))} for q in QUANTILES],
+    }
+    if sketch.count:
+        low, high = sketch.minimum, sketch.maximum
+        if sketch.integral and high - low <= INTEGER_BINS:  # one bin per whole number
+            edges = np.arange(low - 0.5, high + 1.0)
+        else:
+            edges = np.linspace(low, high if high > low else low + 1, HISTOGRAM_BINS + 1)
+        entry["histogram"] = {
+            "edges": [round_float(e) for e in edges.tolist()],
+            "counts": sketch.histogram(edges),
+        }
+    data = sketch.to_json()
+    entry["sketch"] = {
+        key: data[key] for key in ("relativeAccuracy", "integral", "zeros", "positive", "negative")
+    }
+    return entry
+
+
+def describe_categories(top: TopK) -> dict:
+    """A categorical distribution of the report: top entries, coverage curve, the summary."""
+    return {
+        "occurrences": top.total,
+        "distinctAtLeast": len(top.counts),
+        "exact": top.exact,
+        "maxCountError": top.dropped,
+        "top": [{"value": v, "count": c} for v, c in top.items(TOP_SHOWN)],
+        "coverage": [{"k": k, "share": round_float(s, 10)} for k, s in top.coverage(COVERAGE_KS)],
+        "summary": top.to_json()["counts"],
+    }
+
+
+class Statistics:
+    """The whole run's statistics: files, tensors and dead letters (see the module docstring).
+
+    Args:
+        config: the job's config; every tensor gets an entry.
+    """
+
+    def __init__(self, config: TensorizeConfig):
+        self.tensors = {t.name: TensorStatistics(t) for t in config.tensors}
+        #: file -> [rows decoded, records that did not decode, rows that did not convert]
+        self.files: dict[str, list[int]] = {}
+        #: reason -> [count, smallest example]
+        self.reasons: dict[str, list] = {}
+        #: Seconds spent filling these statistics, and when (epoch seconds) the first and the
+        #: last batch came: the caller keeps them (see `ComputeStatistics`).
+        self.seconds = 0.0
+        self.first_batch: float | None = None
+        self.last_batch: float | None = None
+
+    def add_batch(self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None) -> None:
+        """Add one extracted batch; `vocabularies`: the feature lists' entries by tensor."""
+        vocabularies = vocabularies or {}
+        source = source_of(batch)
+        path = source[0] if source else ""
+        self.files.setdefault(path, [0, 0, 0])[0] += batch.num_rows
+        names = set(batch.schema.names)
+        for name, stats in self.tensors.items():
+            if name not in names:
+                continue
+            column = batch.column(name)
+            vocabulary = vocabularies.get(name)
+            if vocabulary is not None and not uses_feature_list(stats.tensor, column.type):
+                vocabulary = None
+            stats.add(column, vocabulary)
+
+    def add_dead_letter(self, letter: dict, text: str) -> None:
+        """Add one dead letter (`text`: its JSON line)."""
+        source = str(letter.get("source", ""))
+        if "tensors" in letter:  # a row that did not convert; its source names the row
+            match = _ROW_SOURCE.match(source)
+            self.files.setdefault(match.group(1) if match else source, [0, 0, 0])[2] += 1
+        else:  # a record that did not decode
+            self.files.setdefault(source, [0, 0, 0])[1] += 1
+        reason = str(letter.get("reason", "?"))
+        self._add_reason(reason, 1, text[:EXAMPLE_CHARS])
+
+    def _add_reason(self, reason: str, count: int, example: str) -> None:
+        if reason not in self.reasons and len(self.reasons) >= MAX_DEAD_LETTER_REASONS:
+            reason = OTHER_REASONS
+        entry = self.reasons.setdefault(reason, [0, example])
+        entry[0] += count
+        entry[1] = min(entry[1], example)
+
+    def merge(self, other: Statistics) -> Statistics:
+        for name, stats in other.tensors.items():
+            self.tensors[name].merge(stats)
+        for path, counts in other.files.items():
+            mine = self.files.setdefault(path, [0, 0, 0])
+            for i, value in enumerate(counts):
+                mine[i] += value
+        for reason, (count, example) in sorted(other.reasons.items()):
+            self._add_reason(reason, count, example)
+        self.seconds += other.seconds
+        for attr, pick in (("first_batch", min), ("last_batch", max)):
+            mine, theirs = getattr(self, attr), getattr(other, attr)
+            setattr(self, attr, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
+        return self
+
+    def describe(self) -> dict:
+        """The report's JSON document, without the split, drift and timings (see docs/report.md)."""
+        files = []
+        for path, (decoded, undecodable, unconvertible) in sorted(self.files.items()):
+            if not (decoded or undecodable or unconvertible):
+                continue
+            files.append(
+                {
+                    "file": path,
+                    "rowsRead": decoded + undecodable,
+                    "rowsWritten": decoded - unconvertible,
+                    "badRows": undecodable + unconvertible,
+                }
+            )
+        letters = [
+            {
+                "reason": reason,
+                "count": count,
+                "example": json.loads(example) if _is_json(example) else example,
+            }
+            for reason, (count, example) in sorted(self.reasons.items(), key=lambda r: (-r[1][0], r[0]))
+        ]
+        return {
+            "version": REPORT_VERSION,
+            "rowsRead": sum(f["rowsRead"] for f in files),
+            "rowsWritten": sum(f["rowsWritten"] for f in files),
+            "badRows": sum(f["badRows"] for f in files),
+            "files": files,
+            "deadLetters": letters,
+            "tensors": [stats.describe() for stats in self.tensors.values()],
+        }
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,412 @@
+"""The run report's statistics against values computed independently (numpy, Counter), on the
+bundled sample and on generated data with known distributions; sketches within their
+documented error; drift measures; the page's structure."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+
+import farmhash
+import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from beam_tensorize.config import load_config, parse_config
+from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.formats import AvroFormat, ParquetFormat, Split
+from beam_tensorize.kernels.provenance import with_source
+from beam_tensorize.kernels.report.drift import compare, jensen_shannon, l_infinity
+from beam_tensorize.kernels.report.render import render_html, tensor_anchor
+from beam_tensorize.kernels.report.sketches import (
+    RELATIVE_ACCURACY,
+    DistinctSketch,
+    NumericSketch,
+    TopK,
+)
+from beam_tensorize.kernels.report.statistics import COVERAGE_KS, QUANTILES, Statistics
+from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+
+A = RELATIVE_ACCURACY
+
+
+def _quantile_ok(data: np.ndarray, q: float, estimate: float) -> bool:
+    """`estimate` is within the relative accuracy of a value whose rank is q's."""
+    ordered = np.sort(data)
+    rank = q * (len(ordered) - 1)
+    low, high = ordered[math.floor(rank)], ordered[math.ceil(rank)]
+    slack = lambda v: A * abs(v) + 1e-12  # noqa: E731
+    return low - slack(low) <= estimate <= high + slack(high)
+
+
+# --- sketches --------------------------------------------------------------------------------
+
+
+def test_numeric_sketch_moments_and_quantiles_match_numpy():
+    rng = np.random.default_rng(1)
+    data = np.concatenate([rng.lognormal(3, 2, 30_000), -rng.exponential(5, 10_000), np.zeros(500)])
+    sketch = NumericSketch()
+    for chunk in np.array_split(rng.permutation(data), 7):
+        sketch.add(np.concatenate([chunk, [np.nan, np.inf]]))
+    assert (sketch.count, sketch.nan, sketch.inf, sketch.zeros) == (len(data), 7, 7, 500)
+    assert (sketch.minimum, sketch.maximum) == (data.min(), data.max())
+    assert sketch.mean == pytest.approx(data.mean(), rel=1e-9)
+    assert sketch.std == pytest.approx(data.std(), rel=1e-9)
+    for q in QUANTILES:
+        assert _quantile_ok(data, q, sketch.quantile(q)), q
+
+
+def test_sketches_do_not_depend_on_the_order_of_batches():
+    rng = np.random.default_rng(2)
+    data = rng.normal(0, 100, 20_000)
+    words = [f"w{i}" for i in rng.zipf(1.5, 20_000) % 700]
+
+    def build(order):
+        numbers, top = NumericSketch(), TopK()
+        for i in order:
+            part = slice(i * 2000, (i + 1) * 2000)
+            numbers.add(data[part])
+            counted = Counter(words[part])
+            top.add(list(counted), list(counted.values()))
+        return numbers, top
+
+    (n1, t1), (n2, t2) = build(range(10)), build(reversed(range(10)))
+    a, b = n1.to_json(), n2.to_json()
+    for key in ("sum", "sumOfSquares"):  # float sums: equal up to rounding
+        assert a.pop(key) == pytest.approx(b.pop(key), rel=1e-12)
+    assert a == b
+    assert t1.to_json() == t2.to_json() and t1.exact  # <= capacity distinct values: exact
+    assert dict(t1.items()) == Counter(words)
+
+
+def test_top_k_stays_within_its_error_bound_on_a_long_tail():
+    rng = np.random.default_rng(3)
+    words = [f"v{i}" for i in rng.zipf(1.3, 100_000)]
+    truth = Counter(words)
+    assert len(truth) > 5_000
+    top = TopK(capacity=200)
+    for start in range(0, len(words), 8192):
+        counted = Counter(words[start : start + 8192])
+        top.add(list(counted), list(counted.values()))
+    bound = len(words) / (200 + 1)
+    assert 0 < top.dropped <= bound
+    for value, count in top.items():
+        assert truth[value] - top.dropped <= count <= truth[value]
+    for value, count in truth.items():
+        if count > bound:
+            assert value in top.counts
+    true_top = [v for v, _ in truth.most_common(20)]
+    assert [v for v, _ in top.items(20)][:5] == true_top[:5]
+
+
+def test_distinct_sketch_is_exact_below_k_and_close_above():
+    rng = np.random.default_rng(4)
+    small = DistinctSketch()
+    small.add(rng.integers(0, 2**62, 1000))
+    assert small.exact and small.estimate() == 1000
+    big = DistinctSketch()
+    values = rng.integers(0, 2**62, 200_000)
+    for part in np.array_split(np.concatenate([values, values[:50_000]]), 9):
+        big.add(part)
+    assert not big.exact
+    assert abs(big.estimate() - 200_000) / 200_000 < 3 / math.sqrt(2048)
+
+
+# --- generated data with known distributions -------------------------------------------------
+
+GENERATED_CONFIG = {
+    "features": [
+        {"outputTensorInfo": {"name": "x", "dtype": "double", "shape": []}},
+        {"outputTensorInfo": {"name": "n", "dtype": "long", "shape": []}},
+        {"outputTensorInfo": {"name": "cat", "dtype": "string", "shape": []}},
+        {"outputTensorInfo": {"name": "tags", "dtype": "long", "shape": [-1]}},
+        {
+            "inputFeatureInfo": {
+                "columnExpr": "h",
+                "transformConfig": {"hashInfo": {"hashBucketSize": 1024}},
+            },
+            "outputTensorInfo": {"name": "h", "dtype": "long", "shape": []},
+        },
+    ]
+}
+ROWS = 30_000
+
+
+def generated_table(seed: int = 5, shift: float = 0.0) -> pa.Table:
+    """Rows with known distributions: x ~ N(10 + shift, 2) with 5% nulls and 10 NaNs, n uniform
+    0..99, cat Zipf over ~3,000 values, tags Poisson(2) lists of 60 values, h 1,500 distinct."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(10 + shift, 2, ROWS)
+    x[rng.choice(ROWS, 10, replace=False)] = np.nan
+    x_mask = rng.random(ROWS) < 0.05
+    tags_len = rng.poisson(2, ROWS)
+    tag_values = [f"t{i}" for i in rng.integers(0, 60, int(tags_len.sum()))]
+    offsets = np.concatenate([[0], np.cumsum(tags_len)])
+    return pa.table(
+        {
+            "x": pa.array(x, mask=x_mask),
+            "n": pa.array(rng.integers(0, 100, ROWS)),
+            "cat": pa.array([f"c{i % 3000}" for i in rng.zipf(1.2, ROWS)]),
+            "tags": pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(tag_values)),
+            "h": pa.array([f"id{i}" for i in rng.integers(0, 1500, ROWS)]),
+        }
+    )
+
+
+def _statistics(table: pa.Table, config, files=("a.parquet", "b.parquet"), vocabularies=None) -> dict:
+    stats = Statistics(config)
+    half = table.num_rows // 2
+    for path, part in zip(files, (table.slice(0, half), table.slice(half))):
+        for offset, batch in enumerate(part.to_batches(max_chunksize=4096)):
+            stats.add_batch(with_source(batch, path, offset, unit="row"), vocabularies)
+    return stats.describe()
+
+
+def write_generated_files(folder, table: pa.Table) -> list[str]:
+    """The generated rows as two Parquet files (halves, row groups of 5,000)."""
+    half = table.num_rows // 2
+    paths = [str(folder / "a.parquet"), str(folder / "b.parquet")]
+    for path, part in zip(paths, (table.slice(0, half), table.slice(half))):
+        pq.write_table(part, path, row_group_size=5000)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """The statistics of the generated rows written to Parquet files and read back by the
+    job's own reader and extraction, in batches of 4,096 rows."""
+    table = generated_table()
+    config = parse_config(GENERATED_CONFIG)
+    vocabulary = pa.array([f"t{i}" for i in range(40)])
+    stats = Statistics(config)
+    paths = write_generated_files(tmp_path_factory.mktemp("generated"), table)
+    for path in paths:
+        with open(path, "rb") as f:
+            for split in ParquetFormat().plan_splits(f, path, os.path.getsize(path), 1 << 30):
+                for batch in ParquetFormat().read_split(f, split, None, 4096):
+                    stats.add_batch(extract_tensors(batch, config.tensors, ()), {"tags": vocabulary})
+    return table, stats.describe(), paths
+
+
+def test_generated_numbers_match_numpy(generated):
+    table, report, _ = generated
+    x = {t["name"]: t for t in report["tensors"]}["x"]
+    data = table["x"].to_numpy(zero_copy_only=False)
+    valid = data[~table["x"].is_null().to_numpy(zero_copy_only=False)]
+    finite = valid[np.isfinite(valid)]
+    assert x["rows"] == ROWS and x["nullRows"] == table["x"].null_count
+    assert x["nullRate"] == pytest.approx(table["x"].null_count / ROWS, abs=1e-9)
+    numbers = x["numeric"]
+    assert (numbers["count"], numbers["nanCount"]) == (len(finite), int(np.isnan(valid).sum()))
+    assert numbers["min"] == pytest.approx(finite.min()) and numbers["max"] == pytest.approx(finite.max())
+    assert numbers["mean"] == pytest.approx(finite.mean(), rel=1e-9)
+    assert numbers["std"] == pytest.approx(finite.std(), rel=1e-9)
+    assert numbers["mean"] == pytest.approx(10, abs=0.05) and numbers["std"] == pytest.approx(2, abs=0.05)
+    for q in numbers["quantiles"]:
+        assert _quantile_ok(finite, q["q"], q["value"]), q
+    edges = np.asarray(numbers["histogram"]["edges"])
+    exact = np.histogram(finite, bins=edges)[0]
+    near_edge = sum(int((np.abs(finite - e) <= A * abs(e) + 1e-9).sum()) for e in edges)
+    assert sum(numbers["histogram"]["counts"]) == len(finite)
+    assert np.abs(np.asarray(numbers["histogram"]["counts"]) - exact).sum() <= 2 * near_edge
+
+
+def test_generated_categories_match_counter_within_the_error(generated):
+    table, report, _ = generated
+    cat = {t["name"]: t for t in report["tensors"]}["cat"]["categorical"]
+    truth = Counter(table["cat"].to_pylist())
+    assert cat["occurrences"] == ROWS and not cat["exact"] and len(truth) > 1000
+    assert 0 < cat["maxCountError"] <= ROWS / 1001
+    for entry in cat["top"]:
+        assert truth[entry["value"]] - cat["maxCountError"] <= entry["count"] <= truth[entry["value"]]
+    assert [e["value"] for e in cat["top"][:5]] == [v for v, _ in truth.most_common(5)]
+    ordered = sorted(truth.values(), reverse=True)
+    for point in cat["coverage"]:
+        exact_share = sum(ordered[: point["k"]]) / ROWS
+        assert (
+            exact_share - point["k"] * cat["maxCountError"] / ROWS - 1e-9
+            <= point["share"]
+            <= exact_share + 1e-9
+        )
+
+
+def test_generated_lists_and_feature_list_coverage_match_counter(generated):
+    table, report, _ = generated
+    tags = {t["name"]: t for t in report["tensors"]}["tags"]
+    lengths = np.asarray([len(v) for v in table["tags"].to_pylist()])
+    values = [v for row in table["tags"].to_pylist() for v in row]
+    assert tags["emptyRows"] == int((lengths == 0).sum())
+    assert tags["lengths"]["mean"] == pytest.approx(lengths.mean(), rel=1e-9)
+    assert tags["lengths"]["mean"] == pytest.approx(2, abs=0.05)
+    for q in tags["lengths"]["quantiles"]:
+        assert _quantile_ok(lengths, q["q"], q["value"])
+    histogram = tags["lengths"]["histogram"]  # whole numbers: one bin each, exact counts
+    assert histogram["edges"][0] == -0.5 and histogram["counts"] == np.bincount(lengths).tolist()
+    counted = Counter(values)
+    assert tags["categorical"]["exact"]
+    assert [(e["value"], e["count"]) for e in tags["categorical"]["top"]] == sorted(
+        counted.items(), key=lambda item: (-item[1], item[0])
+    )[:20]
+    unknown = sum(c for v, c in counted.items() if int(v[1:]) >= 40)
+    assert tags["featureList"] == {
+        "size": 40,
+        "unknownOccurrences": unknown,
+        "unknownShare": pytest.approx(unknown / len(values), abs=1e-9),
+    }
+    assert [p["k"] for p in tags["categorical"]["coverage"]] == list(COVERAGE_KS)
+
+
+def test_generated_hash_buckets_and_collisions_match_farmhash(generated):
+    table, report, _ = generated
+    hashing = {t["name"]: t for t in report["tensors"]}["h"]["hashing"]
+    values = table["h"].to_pylist()
+    buckets = Counter(farmhash.fingerprint64(v) % 1024 for v in values)
+    distinct = set(values)
+    per_bucket = Counter(farmhash.fingerprint64(v) % 1024 for v in distinct)
+    colliding = sum(1 for v in distinct if per_bucket[farmhash.fingerprint64(v) % 1024] > 1)
+    assert hashing["distinctValues"] == len(distinct) and hashing["distinctExact"]
+    assert hashing["collidingValues"] == colliding
+    assert hashing["collidingShare"] == pytest.approx(colliding / len(distinct), abs=1e-9)
+    assert hashing["bucketsUsed"] == len(buckets)
+    loads = np.asarray([buckets.get(b, 0) for b in range(1024)])
+    assert (hashing["load"]["min"], hashing["load"]["max"]) == (loads.min(), loads.max())
+    assert (
+        hashing["load"]["histogram"]["counts"]
+        == np.histogram(loads, bins=hashing["load"]["histogram"]["edges"])[0].tolist()
+    )
+
+
+def test_per_file_rows_and_dead_letters_by_reason(generated):
+    _, report, (a, b) = generated
+    assert report["files"] == [
+        {"file": a, "rowsRead": ROWS // 2, "rowsWritten": ROWS // 2, "badRows": 0},
+        {"file": b, "rowsRead": ROWS // 2, "rowsWritten": ROWS // 2, "badRows": 0},
+    ]
+    stats = Statistics(parse_config(GENERATED_CONFIG))
+    stats.add_batch(with_source(generated_table().to_batches()[0].slice(0, 10), "a.avro", 0))
+    letters = [
+        {
+            "source": "a.avro: record 3 of the rows starting at byte 0",
+            "reason": "too long",
+            "tensors": {"x": 2},
+        },
+        {
+            "source": "a.avro: record 1 of the rows starting at byte 0",
+            "reason": "too long",
+            "tensors": {"x": 1},
+        },
+        {"source": "b.avro", "offset": 9, "record": 0, "reason": "cannot decode"},
+    ]
+    import json
+
+    for letter in letters:
+        stats.add_dead_letter(letter, json.dumps(letter, sort_keys=True))
+    described = stats.describe()
+    assert described["files"] == [
+        {"file": "a.avro", "rowsRead": 10, "rowsWritten": 8, "badRows": 2},
+        {"file": "b.avro", "rowsRead": 1, "rowsWritten": 0, "badRows": 1},
+    ]
+    assert described["deadLetters"] == [
+        {"reason": "too long", "count": 2, "example": letters[1]},
+        {"reason": "cannot decode", "count": 1, "example": letters[2]},
+    ]
+
+
+# --- the bundled sample ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample():
+    config = load_config(SAMPLE_CONFIG)
+    with open(SAMPLE_AVRO, "rb") as f:
+        rows = list(fastavro.reader(f))
+    with open(SAMPLE_AVRO, "rb") as f:
+        batches = list(AvroFormat().read_split(f, Split(SAMPLE_AVRO, 0, 1 << 20), None, 64))
+    stats = Statistics(config)
+    vocabulary = pa.array(["Drama", "Comedy", "Action"])
+    for batch in batches:
+        stats.add_batch(
+            extract_tensors(batch, config.tensors, ()), {"genreIds": vocabulary, "genreVector": vocabulary}
+        )
+    return rows, {t["name"]: t for t in stats.describe()["tensors"]}, stats.describe()
+
+
+def test_sample_statistics_match_the_records(sample):
+    rows, tensors, report = sample
+    assert report["rowsRead"] == len(rows) == 300
+    for name, values in (
+        ("movieId", [r["movieId"] for r in rows]),
+        ("response", [r["response"] for r in rows]),
+        ("numGenres", [len(r["genreFeatures"]) for r in rows]),
+        ("movieLatentFactors", [f["value"] for r in rows for f in r["movieLatentFactorFeatures"]]),
+    ):
+        data = np.asarray(values, np.float64)
+        numbers = tensors[name]["numeric"]
+        assert numbers["count"] == len(data), name
+        assert (numbers["min"], numbers["max"]) == pytest.approx((data.min(), data.max())), name
+        assert numbers["mean"] == pytest.approx(data.mean(), rel=1e-9), name
+        assert numbers["std"] == pytest.approx(data.std(), rel=1e-9), name
+        for q in numbers["quantiles"]:
+            assert _quantile_ok(data, q["q"], q["value"]), (name, q)
+    terms = [f["term"] for r in rows for f in r["genreFeatures"]]
+    genres = Counter(t.lower() for t in terms)
+    top = tensors["genres"]["categorical"]["top"]
+    assert [(e["value"], e["count"]) for e in top] == sorted(genres.items(), key=lambda i: (-i[1], i[0]))[:20]
+    lengths = np.asarray([len(r["genreFeatures"]) for r in rows])
+    assert tensors["genreIds"]["lengths"]["mean"] == pytest.approx(lengths.mean())
+    unknown = sum(1 for t in terms if t not in ("Drama", "Comedy", "Action"))
+    assert tensors["genreIds"]["featureList"]["unknownOccurrences"] == unknown
+    assert tensors["genreVector"]["sparse"] == {
+        "dimension": 4,
+        "meanNonZeros": pytest.approx(lengths.mean()),
+        "density": pytest.approx(lengths.mean() / 4),
+    }
+    movies = [r["movieId"] for r in rows]
+    loads = Counter(farmhash.fingerprint64(str(m)) % 1000 for m in movies)
+    hashing = tensors["movieBucket"]["hashing"]
+    assert hashing["distinctValues"] == len(set(movies))
+    assert hashing["bucketsUsed"] == len(loads) and hashing["load"]["max"] == max(loads.values())
+
+
+# --- drift and the page ------------------------------------------------------------------------
+
+
+def test_drift_measures():
+    assert l_infinity({"a": 3, "b": 1}, 4, {"a": 1, "b": 3}, 4) == 0.5
+    assert l_infinity({"a": 1}, 1, {"b": 1}, 1) == 1.0
+    assert jensen_shannon([1, 0], [0, 1]) == 1.0
+    assert jensen_shannon([2, 2], [5, 5]) == 0.0
+    p, q = np.asarray([0.5, 0.5]), np.asarray([0.9, 0.1])
+    m = (p + q) / 2
+    expected = (np.sum(p * np.log2(p / m)) + np.sum(q * np.log2(q / m))) / 2
+    assert jensen_shannon([5, 5], [9, 1]) == pytest.approx(expected)
+
+
+def test_drift_flags_the_shifted_tensor_only():
+    config = parse_config(GENERATED_CONFIG)
+    train = _statistics(generated_table(seed=5), config)
+    same = _statistics(generated_table(seed=6), config)
+    shifted = _statistics(generated_table(seed=6, shift=3.0), config)
+    calm = compare(train, same, "trainingData", 0.1)
+    assert calm["flagged"] == [] and {t["name"] for t in calm["tensors"]} == {"x", "n", "cat", "tags", "h"}
+    drifting = compare(train, shifted, "trainingData", 0.1)
+    assert drifting["flagged"] == ["x"]
+    (x,) = [t for t in drifting["tensors"] if t["name"] == "x"]
+    assert x["measure"] == "Jensen-Shannon" and x["distance"] > 0.3
+    (cat,) = [t for t in calm["tensors"] if t["name"] == "cat"]
+    assert cat["measure"] == "L-infinity" and cat["distance"] < 0.02
+
+
+def test_the_page_has_an_overview_and_a_section_with_a_plot_per_tensor(generated):
+    _, report, _ = generated
+    page = render_html({**report, "split": "validationData"})
+    assert page.count('<section class="tensor"') == len(GENERATED_CONFIG["features"])
+    for tensor in report["tensors"]:
+        start = page.index(f'id="{tensor_anchor(tensor["name"])}"')
+        assert 'src="data:image/png;base64,' in page[start : page.index("</section>", start)], tensor["name"]
+    assert "<script" not in page  # nothing runs, nothing to fetch
+    assert not re.search(r"(src|href)=\"(https?:)?//", page)

@@ -1,0 +1,179 @@
+"""The run report in pipelines: `ComputeStatistics` in a TestPipeline, and the CLI end to end
+(files committed with the output, none from a failing run, reruns give the same JSON, drift of a
+validation run against the train report, `pipelines.report` rebuilding the page)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import apache_beam as beam
+import fastavro
+import pyarrow as pa
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that
+
+from beam_tensorize.config import parse_config
+from beam_tensorize.job.finish import dead_letter_json
+from beam_tensorize.kernels.features.vocab import FeatureList
+from beam_tensorize.kernels.provenance import with_source
+from beam_tensorize.kernels.report.statistics import Statistics
+from beam_tensorize.report import ComputeStatistics
+from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+from pipelines import report as report_cli
+from pipelines.tensorize import main
+from tests.test_report_kernels import GENERATED_CONFIG, generated_table
+
+pytestmark = pytest.mark.pipeline
+
+
+def _without_timings(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "timings"}
+
+
+def test_compute_statistics_in_a_pipeline_equals_the_kernel_on_all_batches():
+    config = parse_config(GENERATED_CONFIG)
+    table = generated_table().slice(0, 6000)
+    batches = [
+        with_source(b, f"part{i % 2}.parquet", i, unit="row")
+        for i, b in enumerate(table.to_batches(max_chunksize=1500))
+    ]
+    letters = [
+        {"source": "part0.parquet: record 7", "reason": "bad x", "tensors": {"x": None}},
+        {"source": "part1.parquet", "offset": 3, "record": 1, "reason": "cannot decode"},
+    ]
+    lists = {"tags": FeatureList(tuple(f"t{i}" for i in range(40)))}
+    expected = Statistics(config)
+    for batch in batches:
+        expected.add_batch(batch, {"tags": pa.array(lists["tags"].entries)})
+    for letter in letters:
+        expected.add_dead_letter(letter, dead_letter_json(letter))
+    expected = expected.describe()
+
+    def check(found):
+        (report,) = found
+        assert report["timings"]["statistics"] > 0
+        assert _without_timings(report) == expected
+
+    with TestPipeline() as p:
+        feature_lists = p | "Lists" >> beam.Create([lists])
+        dead = p | "Dead" >> beam.Create(letters)
+        stats = (
+            p
+            | beam.Create(batches, reshuffle=False)
+            | ComputeStatistics(config, feature_lists=feature_lists, dead_letters=dead)
+        )
+        assert_that(stats, check)
+
+
+def _report(out, split="trainingData") -> dict:
+    with open(os.path.join(out, "report", f"{split}.json")) as f:
+        return json.load(f)
+
+
+def test_a_run_commits_its_report_and_a_rerun_gives_the_same_json(tmp_path):
+    out = str(tmp_path / "out")
+    assert main(["--output", out, "--quiet"]) == 0
+    assert sorted(os.listdir(os.path.join(out, "report"))) == ["trainingData.html", "trainingData.json"]
+    first = _report(out)
+    metadata = json.load(open(os.path.join(out, "metadata", "tensor_metadata.json")))
+    assert first["rowsRead"] == first["rowsWritten"] == metadata["data"]["trainingData"]["numRecords"] == 300
+    assert first["split"] == "trainingData" and first["executionMode"] == "train"
+    assert [t["name"] for t in first["tensors"]] == [
+        t["name"] for t in metadata["features"] + metadata.get("labels", [])
+    ]
+    assert set(first["timings"]) == {
+        "statistics", "readAndExtract", "commitAndMetadata", "renderPage", "writeReport"
+    }  # fmt: skip
+    assert first["files"] == [{"file": SAMPLE_AVRO, "rowsRead": 300, "rowsWritten": 300, "badRows": 0}]
+    assert main(["--output", out, "--quiet"]) == 0
+    assert _without_timings(_report(out)) == _without_timings(first)
+
+
+def test_report_json_writes_no_page_and_report_none_writes_nothing(tmp_path):
+    out = tmp_path / "json"
+    assert main(["--output", str(out), "--quiet", "--report", "json"]) == 0
+    assert sorted(os.listdir(out / "report")) == ["trainingData.json"]
+    out = tmp_path / "none"
+    assert main(["--output", str(out), "--quiet", "--report", "none"]) == 0
+    assert not (out / "report").exists() and (out / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--report", "pdf", "error: argument --report: invalid choice: 'pdf'"),
+        ("--drift_threshold", "2", "--drift_threshold must be between 0 and 1, got 2.0"),
+    ],
+)
+def test_bad_report_flags_are_one_line(tmp_path, capsys, flag, value, message):
+    assert main(["--output", str(tmp_path / "o"), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_rows_are_grouped_by_reason_and_a_failing_run_writes_no_report(tmp_path, capsys):
+    config = tmp_path / "genres2.json"
+    config.write_text(json.dumps({"features": [
+        {"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}},
+        {"inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
+         "outputTensorInfo": {"name": "genres", "dtype": "string", "shape": [2]}},
+    ]}))  # fmt: skip
+    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--quiet"]
+    out = tmp_path / "ok"
+    assert main([*args, "--output", str(out), "--max_bad_records_ratio", "1"]) == 0
+    report = _report(out)
+    dead = (out / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text().splitlines()
+    letters = [json.loads(line) for line in dead]
+    by_reason = {}
+    for letter in letters:
+        by_reason.setdefault(letter["reason"], []).append(letter)
+    assert [(d["reason"], d["count"]) for d in report["deadLetters"]] == sorted(
+        ((r, len(v)) for r, v in by_reason.items()), key=lambda item: (-item[1], item[0])
+    )
+    for entry in report["deadLetters"]:
+        assert entry["example"] in by_reason[entry["reason"]]
+    assert report["files"] == [{"file": SAMPLE_AVRO, "rowsRead": 300, "rowsWritten": 87, "badRows": 213}]
+    failed = tmp_path / "failed"
+    assert main([*args, "--output", str(failed), "--max_bad_records_ratio", "0.5"]) == 1
+    assert not (failed / "report").exists() and not (failed / "_SUCCESS").exists()
+
+
+def _validation_input(path) -> str:
+    """The sample's well-rated movies only: a validation split whose ratings drift."""
+    with open(SAMPLE_AVRO, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, rows = reader.writer_schema, [r for r in reader if r["response"] >= 4.0]
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    return str(path)
+
+
+def test_a_validation_run_shows_drift_against_the_train_report_and_the_page_rebuilds(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    assert main(["--output", out, "--quiet"]) == 0
+    validation = _validation_input(tmp_path / "valid.avro")
+    args = ["--input", validation, "--config", SAMPLE_CONFIG, "--output", out, "--quiet"]
+    assert main([*args, "--execution_mode", "validation"]) == 0
+    report = _report(out, "validationData")
+    drift = report["drift"]
+    assert drift["against"] == "trainingData" and drift["threshold"] == 0.1
+    assert "response" in drift["flagged"]
+    distances = {t["name"]: t for t in drift["tensors"]}
+    assert distances["response"]["measure"] == "Jensen-Shannon" and distances["response"]["flagged"]
+    assert distances["genres"]["measure"] == "L-infinity"
+    assert "drift" not in _report(out)  # the train report compares with nothing
+    genre_ids = {t["name"]: t for t in report["tensors"]}["genreIds"]["featureList"]
+    assert genre_ids["size"] == 19 and genre_ids["unknownShare"] == 0.0
+
+    page = os.path.join(out, "report", "validationData.html")
+    os.remove(page)
+    capsys.readouterr()
+    assert report_cli.main([out, "--split", "validationData"]) == 0
+    assert capsys.readouterr().out.strip() == page
+    text = open(page).read()
+    assert text.count('<section class="tensor"') == len(report["tensors"]) and "drift" in text
+    assert report_cli.main([str(tmp_path / "nothing")]) == 2
+    assert "error: no run report in" in capsys.readouterr().err
