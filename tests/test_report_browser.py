@@ -35,7 +35,10 @@ def _browser() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail("no chromium on PATH: install Debian's chromium package (.ci/run installs it)")
+    message = "no chromium on PATH: install Debian's chromium package (.ci/run installs it)"
+    if os.environ.get("BEAM_TENSORIZE_REQUIRE_BROWSER"):  # CI: the browser must be there
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 class _DevTools:
