@@ -23,9 +23,8 @@ import functools
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as paorc
@@ -33,6 +32,7 @@ import pyarrow.parquet as pq
 import tensorflow as tf
 
 from beam_tensorize.kernels.dedup import restore_block
+from beam_tensorize.tf._chunks import Layout, rechunk
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import committed_split
 
@@ -127,69 +127,35 @@ def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
     return resolved
 
 
-def _signature(fields: Sequence[_Field]) -> dict:
-    signature: dict[str, Any] = {}
-    for field in fields:
-        if field.ragged_rank == 0:
-            signature[field.name] = tf.TensorSpec([None], field.dtype)
-        else:
-            splits = tuple(tf.TensorSpec([None], tf.int64) for _ in range(field.ragged_rank))
-            signature[field.name] = _Value(tf.TensorSpec([None], field.dtype), splits)
-    return signature
-
-
-def _numpy(values: pa.Array, dtype: tf.DType) -> np.ndarray:
-    if dtype == tf.string:
-        return np.asarray(values.cast(pa.large_binary()).fill_null(b"").to_numpy(zero_copy_only=False))
-    if values.null_count:
-        values = values.fill_null(0)
-    return values.to_numpy(zero_copy_only=False).astype(dtype.as_numpy_dtype, copy=False)
-
-
-def _column(column: pa.Array, field: _Field):
-    if field.ragged_rank == 0:
-        return _numpy(column, field.dtype)
-    splits = []
-    for _ in range(field.ragged_rank):
-        if pa.types.is_fixed_size_list(column.type):
-            column = column.cast(pa.list_(column.type.value_type))
-        offsets = np.asarray(column.offsets, dtype=np.int64)  # null lists: equal offsets (empty)
-        splits.append(offsets - offsets[0])
-        column = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-    return _Value(_numpy(column, field.dtype), tuple(splits))
-
-
-def _batches(
+def _chunks(
     path: bytes,
     names: Sequence[str],
-    fields: Sequence[_Field],
+    layout: Layout,
     batch_size: int,
     file_format: str = "parquet",
     dedup: _Dedup | None = None,
 ) -> Iterator[dict]:
+    """A file's rows in chunks of a whole number of batches (but the last chunk), encoded
+    by `layout`."""
     file = _open(path.decode(), file_format)
+    chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
     if dedup is None:
-        for batch in file.iter_batches(batch_size=batch_size, columns=list(names)):
-            yield {f.name: _column(batch.column(f.name), f) for f in fields}
-        return
-    pending: list[pa.RecordBatch] = []  # restored rows not yet handed out
-    rows = 0
-    for blocks in file.iter_batches(batch_size=_BLOCKS_PER_READ, columns=dedup.stored(names)):
-        restored = restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
-        pending.append(restored)
-        rows += restored.num_rows
-        while rows >= batch_size:
-            table = pa.Table.from_batches(pending)
-            batch = table.slice(0, batch_size).combine_chunks().to_batches()[0]
-            pending, rows = table.slice(batch_size).to_batches(), rows - batch_size
-            yield {f.name: _column(batch.column(f.name), f) for f in fields}
-    if rows:
-        batch = pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
-        yield {f.name: _column(batch.column(f.name), f) for f in fields}
+        batches = file.iter_batches(batch_size=chunk, columns=list(names))
+    else:
+        batches = (
+            restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
+            for blocks in file.iter_batches(batch_size=_BLOCKS_PER_READ, columns=dedup.stored(names))
+        )
+    for batch in rechunk(batches, chunk):
+        yield layout.encode(batch)
 
 
 #: Deduplicated blocks read from a file at a time.
 _BLOCKS_PER_READ = 16
+
+#: Rows (about; a whole number of batches) read from a file and handed to TensorFlow at a
+#: time: one Python step per chunk, not per batch.
+_CHUNK_ROWS = 16384
 
 
 class _Dedup(NamedTuple):
@@ -275,21 +241,22 @@ class ParquetDataset:
         return self._finish(dataset.map(permute))
 
     def _read(self, batch_size: int) -> tf.data.Dataset:
-        names, fields = [f.name for f in self.fields], self.fields
-        signature = _signature(fields)
+        layout = Layout(self.fields)
         read = functools.partial(
-            _batches,
-            names=names,
-            fields=fields,
+            _chunks,
+            names=[f.name for f in self.fields],
+            layout=layout,
             batch_size=batch_size,
             file_format=self._format,
             dedup=self._dedup,
         )
+
+        def batches(path):
+            chunks = tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
+            return chunks.map(layout.tensors).flat_map(lambda chunk: layout.batches(chunk, batch_size))
+
         return self._files.interleave(
-            lambda path: tf.data.Dataset.from_generator(read, args=(path,), output_signature=signature),
-            cycle_length=self._reads,
-            num_parallel_calls=self._reads,
-            deterministic=True,
+            batches, cycle_length=self._reads, num_parallel_calls=self._reads, deterministic=True
         )
 
     def _finish(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
