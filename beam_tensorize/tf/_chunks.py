@@ -63,11 +63,14 @@ def rechunk(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordB
 def _strings(values: pa.Array) -> tuple[bytes, np.ndarray]:
     """A string or binary array as one bytes buffer and its int64 offsets (from 0; nulls are
     empty strings)."""
-    if not (pa.types.is_large_binary(values.type) or pa.types.is_binary(values.type)):
-        values = values.cast(pa.large_binary())
     if values.null_count:
-        values = values.fill_null(b"")
-    kind = np.int64 if pa.types.is_large_binary(values.type) else np.int32
+        values = values.fill_null(b"" if pa.types.is_binary(values.type) else "")
+    if pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type):
+        kind = np.int64
+    elif pa.types.is_string(values.type) or pa.types.is_binary(values.type):
+        kind = np.int32
+    else:  # dictionary-encoded, string views, ...
+        return _strings(values.cast(pa.large_binary()))
     _, offsets, data = values.buffers()
     offsets = np.frombuffer(offsets, kind)[values.offset : values.offset + len(values) + 1]
     first, last = int(offsets[0]), int(offsets[-1])
@@ -152,15 +155,21 @@ class _Group:
         return (numbers[0] if len(numbers) == 1 else np.concatenate(numbers),), splits
 
     def tensors(self, encoded: tuple, rows: tf.Tensor) -> tuple:
-        """The group's tensors for the whole chunk (strings made here, once)."""
+        """The group's tensors for the whole chunk: scalars as a `[columns, rows]` matrix
+        (strings: the buffer and a matrix of their starts and lengths, cut into strings batch
+        by batch, so each string is made once)."""
         values, splits = encoded
+        k = len(self.fields)
         if self.dtype == tf.string:
             data, offsets = values
+            if self.rank == 0:
+                bounds = tf.stack([offsets[:-1], offsets[1:] - offsets[:-1]])
+                return (data, tf.reshape(bounds, [2, k, rows])), splits
             values = tf.strings.substr(data, offsets[:-1], offsets[1:] - offsets[:-1])
         else:
             (values,) = values
         if self.rank == 0:
-            values = tf.reshape(values, [len(self.fields), rows])
+            values = tf.reshape(values, [k, rows])
         return values, splits
 
     def cut(self, tensors: tuple, start: tf.Tensor, end: tf.Tensor) -> dict:
@@ -169,16 +178,20 @@ class _Group:
         k = len(self.fields)
         names = [f.name for f in self.fields]
         if self.rank == 0:
+            if self.dtype == tf.string:
+                data, bounds = values
+                piece = bounds[:, :, start:end]
+                values = tf.strings.substr(data, piece[0], piece[1])
+                return dict(zip(names, tf.unstack(values, num=k)))
             return dict(zip(names, tf.unstack(values[:, start:end], num=k)))
         if self.rank == 1:
             piece = splits[0][:, start : end + 1]
-            low, high = piece[:, 0], piece[:, -1]
-            if k == 1:
-                parts = [values[low[0] : high[0]]]
-            else:
-                parts = tf.split(tf.gather(values, tf.ragged.range(low, high).flat_values), high - low, num=k)
-            rebased = tf.unstack(piece - low[:, None], num=k)
-            return {name: _Value(p, (s,)) for name, p, s in zip(names, parts, rebased)}
+            lows, highs = tf.unstack(piece[:, 0], num=k), tf.unstack(piece[:, -1], num=k)
+            rebased = tf.unstack(piece - piece[:, :1], num=k)
+            return {
+                name: _Value(values[low:high], (s,))
+                for name, low, high, s in zip(names, lows, highs, rebased)
+            }
         low, high, cut_splits = start, end, []
         for level in splits:
             piece = level[low : high + 1]

@@ -155,7 +155,7 @@ _BLOCKS_PER_READ = 16
 
 #: Rows (about; a whole number of batches) read from a file and handed to TensorFlow at a
 #: time: one Python step per chunk, not per batch.
-_CHUNK_ROWS = 16384
+_CHUNK_ROWS = 8192
 
 
 class _Dedup(NamedTuple):
