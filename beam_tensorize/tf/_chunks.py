@@ -60,9 +60,9 @@ def rechunk(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordB
         yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
-def _strings(values: pa.Array) -> tuple[bytes, np.ndarray]:
-    """A string or binary array as one bytes buffer and its int64 offsets (from 0; nulls are
-    empty strings)."""
+def _strings(values: pa.Array) -> tuple[memoryview, np.ndarray]:
+    """A string or binary array's bytes (a view of its buffer) and their int64 offsets (from
+    0; nulls are empty strings)."""
     if values.null_count:
         values = values.fill_null(b"" if pa.types.is_binary(values.type) else "")
     if pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type):
@@ -74,7 +74,7 @@ def _strings(values: pa.Array) -> tuple[bytes, np.ndarray]:
     _, offsets, data = values.buffers()
     offsets = np.frombuffer(offsets, kind)[values.offset : values.offset + len(values) + 1]
     first, last = int(offsets[0]), int(offsets[-1])
-    data = b"" if data is None else memoryview(data)[first:last].tobytes()
+    data = memoryview(b"") if data is None else memoryview(data)[first:last]
     return data, offsets.astype(np.int64) - first
 
 
@@ -97,15 +97,12 @@ def _unnest(column: pa.Array, levels: int) -> tuple[pa.Array, list[np.ndarray]]:
 
 
 def _join_strings(columns: Sequence[pa.Array]) -> tuple[bytes, np.ndarray]:
-    """Several string arrays as one buffer and offsets, one after another."""
+    """Several string arrays as one bytes buffer and its offsets, one after another."""
     parts = [_strings(c) for c in columns]
-    if len(parts) == 1:
-        return parts[0]
-    offsets, base = [], 0
-    for data, offs in parts:
-        offsets.append(offs[:-1] + base)
-        base += len(data)
-    offsets.append(np.array([base], np.int64))
+    lengths = np.array([len(data) for data, _ in parts], np.int64)
+    bases = np.concatenate([[0], np.cumsum(lengths)])
+    offsets = [offs[:-1] + base for (_, offs), base in zip(parts, bases[:-1].tolist())]
+    offsets.append(bases[-1:])
     return b"".join(data for data, _ in parts), np.concatenate(offsets)
 
 

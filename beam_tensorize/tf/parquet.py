@@ -206,6 +206,8 @@ class ParquetDataset:
                 raise ValueError("from_parquet needs one or more files")
             self._files = tf.data.Dataset.from_tensor_slices(names)
             first = names[0]
+            if len(names) == 1 and num_parallel_reads is None:
+                num_parallel_reads = 1
         schema = _open(first, file_format).schema_arrow
         if dedup is not None:
             stored = [c for g in dedup.groups for c in g] + list(dedup.indexes)
@@ -253,8 +255,10 @@ class ParquetDataset:
 
         def batches(path):
             chunks = tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
-            return chunks.map(layout.tensors).flat_map(lambda chunk: layout.batches(chunk, batch_size))
+            return chunks.flat_map(lambda chunk: layout.batches(layout.tensors(chunk), batch_size))
 
+        if self._reads == 1:  # one file at a time: no reading threads to hand batches over
+            return self._files.flat_map(batches)
         return self._files.interleave(
             batches, cycle_length=self._reads, num_parallel_calls=self._reads, deterministic=True
         )
@@ -313,7 +317,8 @@ class Dataset:
             to_dense: True, or the names of list fields, to pad into dense tensors; otherwise
                 lists come as `DataFrame.Value`s (see `DataFrame.parse`); fields with a `shape`
                 are dense either way.
-            num_parallel_reads: files read at once (None: AUTOTUNE).
+            num_parallel_reads: files read at once (None: AUTOTUNE, or 1 for a single file;
+                1 reads in the consuming thread).
             key_idx_field_names, value_field_names: files written deduplicated
                 (`DeduplicateFeatures`): each group's index column (`user-index`) and its value
                 columns (`["user", "user-feat-0"]`); the original rows are restored.
