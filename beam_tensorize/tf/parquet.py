@@ -1,11 +1,14 @@
 """`Dataset.from_parquet`: Parquet files into batches of tensors, as HybridBackend's
 `hb.data.Dataset.from_parquet` reads them.
 
-Each file is read column chunk by column chunk with pyarrow (only the selected fields), and
-every batch becomes tensors straight from the Arrow buffers (numpy views, no per-row Python
-step): a scalar column a `tf.Tensor`, a list column a `DataFrame.Value` (flat values and row
-splits per level), which `DataFrame.parse` or `to_dense` turns into sparse or padded tensors.
-Files are read in parallel (interleaved, in a deterministic order); paths may be local or
+Each file is read with pyarrow (only the selected fields) in chunks of a whole number of
+batches (`_CHUNK_ROWS`, across row groups); a chunk crosses into TensorFlow in one Python step,
+its columns grouped into few arrays (see `_chunks`), and the batches are cut out of it by ops
+of the dataset's graph: no Python per batch, none per row. A scalar column becomes a
+`tf.Tensor`, a list column a `DataFrame.Value` (flat values and row splits per level), which
+`DataFrame.parse` or `to_dense` turns into sparse or padded tensors. Batches do not span files:
+each file's last batch may be smaller. Several files are read in parallel (interleaved, in a
+deterministic order), a single one in the consuming thread; paths may be local or
 `s3://`, `gs://`, `hdfs://` (pyarrow's file systems; S3 takes `AWS_ENDPOINT_URL` and the usual
 credentials from the environment).
 
