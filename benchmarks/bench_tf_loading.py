@@ -1,7 +1,7 @@
 """TensorFlow loading of tabular training data, as HybridBackend's table measures it.
 
 A file of N rows x 200 columns (60 int64, 60 float, 30 string scalars and 50 variable-length id
-lists, as categorical training data) is written as CSV (lists as `|`-joined text) and as
+lists, as categorical training data) is written as CSV (lists as `|`-joined text), TFRecord and
 Parquet (SNAPPY), and read in one process pinned to one CPU, consumed in graph mode
 (`Dataset.reduce` inside a `tf.function`) in batches of 1024:
 
@@ -10,11 +10,17 @@ Parquet (SNAPPY), and read in one process pinned to one CPU, consumed in graph m
 * `from_parquet`: `beam_tensorize.tf.Dataset.from_parquet`;
 * `pyarrow`: pyarrow alone reading the Parquet file into numpy arrays (the floor).
 
-    python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3]
+The values are skewed as categorical data is (seeded): ids and string tokens are Zipf
+distributed (exponent 1.5, frequent ids scattered over the range) with 100 to 1,000,000
+distinct values depending on the column (10,000 at most for strings), floats are counters
+rounded to one decimal (exponential, mean 10), lists hold 0-5 ids.
 
-Prints the median time per batch of each reader, the ratios the targets are stated in, and
-the file sizes. Each reader runs in a fresh process (its own TensorFlow start excluded from
-the time).
+    python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3] [--workdir DIR] [--autotune off]
+
+Prints the median time per batch of each reader (wall clock and CPU time of the process), the
+ratios the targets are stated in, and the file sizes. Each reader runs in a fresh process; its
+TensorFlow start and the tracing of the `tf.function` are not timed. Readers alternate run by
+run, so that a busy moment of a shared machine hits them all.
 """
 
 from __future__ import annotations
@@ -129,6 +135,10 @@ elif reader == "tfrecord":
 else:
     from beam_tensorize.tf import Dataset
     ds = Dataset.from_parquet(path, batch_size=batch)
+if sys.argv[5] == "off":  # the same for the three TensorFlow readers
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    ds = ds.with_options(options)
 @tf.function
 def consume(dataset):
     return dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
@@ -139,10 +149,10 @@ print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_ti
 """
 
 
-def measure(reader: str, path: str) -> tuple[float, float]:
+def measure(reader: str, path: str, autotune: str = "on") -> tuple[float, float]:
     """Seconds per batch of `reader` in a fresh process: wall clock and CPU time."""
     out = subprocess.run(
-        [sys.executable, "-c", _READER, reader, path, str(BATCH), json.dumps(_columns())],
+        [sys.executable, "-c", _READER, reader, path, str(BATCH), json.dumps(_columns()), autotune],
         capture_output=True, text=True,
     )  # fmt: skip
     if out.returncode:
@@ -160,6 +170,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", help="where the files go (kept, and reused if there)")
+    parser.add_argument(
+        "--autotune", choices=["on", "off"], default="on",
+        help="tf.data autotuning of the TensorFlow readers (off: options.autotune.enabled = False)",
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.workdir or scratch
@@ -175,7 +189,7 @@ def main() -> None:
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in READERS}
         for _ in range(args.runs):  # readers alternate, so a busy moment of the machine hits them all
             for name, kind in READERS.items():
-                runs[name].append(measure(name, paths[kind]))
+                runs[name].append(measure(name, paths[kind], args.autotune))
     wall = {name: statistics.median(w for w, _ in r) for name, r in runs.items()}
     cpu = {name: statistics.median(c for _, c in r) for name, r in runs.items()}
     print(
