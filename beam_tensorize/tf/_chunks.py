@@ -7,12 +7,13 @@ chunk are grouped by kind, and each group travels as one array.
 * scalars of one dtype: a `[columns, rows]` matrix;
 * one-level lists of one dtype: their values one after another in one flat array, and a
   `[columns, rows + 1]` matrix of row splits into that array;
-* strings (scalars or list values): one bytes buffer and its offsets, turned into a string
-  tensor once per chunk (`tf.strings.substr` on the buffer);
+* strings (scalars or list values): one bytes buffer and its offsets; `tf.strings.substr` on
+  the buffer makes the string tensors (list values once per chunk, scalars batch by batch, so
+  that each string is made once);
 * deeper lists: each column alone (its values and the splits of each level).
 
-A batch is then a few slicing ops per group in the dataset's graph (`cut`), whatever the
-number of columns.
+A batch is then a few slicing ops per group in the dataset's graph (`cut`), plus one slice
+per list column, whatever the number of rows.
 
 Example:
     >>> import pyarrow as pa
