@@ -75,7 +75,9 @@ class _TableFile:
 
     def iter_batches(self, batch_size: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
         if self._format == "parquet":
-            yield from self._parquet.iter_batches(batch_size=batch_size, columns=columns)
+            # pyarrow's decoding threads only help a process that may use more than one CPU
+            threads = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
+            yield from self._parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=threads)
             return
         for stripe in range(self._orc.nstripes):
             batch = self._orc.read_stripe(stripe, columns=columns)
