@@ -1,7 +1,7 @@
 """TensorFlow loading of tabular training data, as HybridBackend's table measures it.
 
 A file of N rows x 200 columns (60 int64, 60 float, 30 string scalars and 50 variable-length id
-lists, as categorical training data) is written as CSV (lists as `|`-joined text) and as
+lists, as categorical training data) is written as CSV (lists as `|`-joined text), TFRecord and
 Parquet (SNAPPY), and read in one process pinned to one CPU, consumed in graph mode
 (`Dataset.reduce` inside a `tf.function`) in batches of 1024:
 
@@ -10,11 +10,17 @@ Parquet (SNAPPY), and read in one process pinned to one CPU, consumed in graph m
 * `from_parquet`: `beam_tensorize.tf.Dataset.from_parquet`;
 * `pyarrow`: pyarrow alone reading the Parquet file into numpy arrays (the floor).
 
-    python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3]
+The values are skewed as categorical data is (seeded): ids and string tokens are Zipf
+distributed (exponent 1.5, frequent ids scattered over the range) with 100 to 1,000,000
+distinct values depending on the column (10,000 at most for strings), floats are counters
+rounded to one decimal (exponential, mean 10), lists hold 0-5 ids.
 
-Prints the median time per batch of each reader, the ratios the targets are stated in, and
-the file sizes. Each reader runs in a fresh process (its own TensorFlow start excluded from
-the time).
+    python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3] [--workdir DIR] [--autotune off]
+
+Prints the median time per batch of each reader (wall clock and CPU time of the process), the
+ratios the targets are stated in, and the file sizes. Each reader runs in a fresh process; its
+TensorFlow start and the tracing of the `tf.function` are not timed. Readers alternate run by
+run, so that a busy moment of a shared machine hits them all.
 """
 
 from __future__ import annotations
@@ -52,18 +58,27 @@ def write_files(folder: str, rows: int) -> dict[str, str]:
     from beam_tensorize.kernels.tfrecord.framing import frame_records
 
     rng = np.random.default_rng(0)
+
+    def ids(n: int, cardinality: int) -> np.ndarray:
+        """Zipf-distributed ids (exponent 1.5) below `cardinality`, shuffled by a fixed
+        permutation so that frequent ids are not the small numbers."""
+        ranks = (rng.zipf(1.5, n) - 1) % cardinality
+        return (ranks * 2_654_435_761 % cardinality).astype(np.int64)
+
+    vocabulary = np.array([f"token_{k:05d}" for k in range(10_000)], dtype=object)
     arrays, text = {}, {}
-    for name, kind in _columns():
+    for k, (name, kind) in enumerate(_columns()):
+        cardinality = 10 ** (2 + k % 5)  # 100 to 1,000,000 distinct ids, column by column
         if kind == "int":
-            arrays[name] = pa.array(rng.integers(0, 100_000, rows))
-        elif kind == "float":
-            arrays[name] = pa.array(rng.random(rows).astype(np.float32))
+            arrays[name] = pa.array(ids(rows, cardinality))
+        elif kind == "float":  # counters and ratios: a few thousand distinct values
+            arrays[name] = pa.array(np.round(rng.exponential(10.0, rows), 1).astype(np.float32))
         elif kind == "string":
-            arrays[name] = pa.array([f"v{v}" for v in rng.integers(0, 1000, rows)])
+            arrays[name] = pa.array(vocabulary[ids(rows, min(cardinality, len(vocabulary)))].tolist())
         else:
             lengths = rng.integers(0, 6, rows)
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-            values = pa.array(rng.integers(0, 1_000_000, int(offsets[-1])))
+            values = pa.array(ids(int(offsets[-1]), cardinality))
             arrays[name] = pa.ListArray.from_arrays(pa.array(offsets), values)
             text[name] = pa.array(["|".join(map(str, v)) for v in arrays[name].to_pylist()])
     table = pa.table(arrays)
@@ -85,7 +100,7 @@ reader, path, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 columns = json.loads(sys.argv[4])
 if reader == "pyarrow":
     import pyarrow as pa, pyarrow.parquet as pq
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     batches = 0
     for rb in pq.ParquetFile(path).iter_batches(batch_size=batch):
         for column in rb.columns:
@@ -95,7 +110,7 @@ if reader == "pyarrow":
             else:
                 column.to_numpy(zero_copy_only=False)
         batches += 1
-    print(json.dumps({"seconds": time.perf_counter() - start, "batches": batches}))
+    print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "batches": batches}))
     sys.exit(0)
 import tensorflow as tf
 tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -120,55 +135,73 @@ elif reader == "tfrecord":
 else:
     from beam_tensorize.tf import Dataset
     ds = Dataset.from_parquet(path, batch_size=batch)
+if sys.argv[5] == "off":  # the same for the three TensorFlow readers
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    ds = ds.with_options(options)
 @tf.function
 def consume(dataset):
     return dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
-start = time.perf_counter()
+consume.get_concrete_function(ds)  # tracing, like TensorFlow's start, is not timed
+start, cpu = time.perf_counter(), time.process_time()
 batches = int(consume(ds))
-print(json.dumps({"seconds": time.perf_counter() - start, "batches": batches}))
+print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "batches": batches}))
 """
 
 
-def measure(reader: str, path: str, runs: int) -> float:
-    """Median seconds per batch of `reader` over `runs` fresh processes."""
-    per_batch = []
-    for _ in range(runs):
-        out = subprocess.run(
-            [sys.executable, "-c", _READER, reader, path, str(BATCH), json.dumps(_columns())],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if out.returncode:
-            raise RuntimeError(f"the {reader} reader failed:\n{out.stderr[-3000:]}")
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        per_batch.append(result["seconds"] / max(1, result["batches"]))
-    return statistics.median(per_batch)
+def measure(reader: str, path: str, autotune: str = "on") -> tuple[float, float]:
+    """Seconds per batch of `reader` in a fresh process: wall clock and CPU time."""
+    out = subprocess.run(
+        [sys.executable, "-c", _READER, reader, path, str(BATCH), json.dumps(_columns()), autotune],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if out.returncode:
+        raise RuntimeError(f"the {reader} reader failed:\n{out.stderr[-3000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    batches = max(1, result["batches"])
+    return result["seconds"] / batches, result["cpu"] / batches
+
+
+READERS = {"csv": "csv", "tfrecord": "tfrecord", "from_parquet": "parquet", "pyarrow": "parquet"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", help="where the files go (kept, and reused if there)")
+    parser.add_argument(
+        "--autotune", choices=["on", "off"], default="on",
+        help="tf.data autotuning of the TensorFlow readers (off: options.autotune.enabled = False)",
+    )  # fmt: skip
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.workdir or scratch
+        os.makedirs(folder, exist_ok=True)
         started = time.perf_counter()
-        paths = write_files(folder, args.rows)
-        print(
-            f"{args.rows} rows x {len(_columns())} columns written in {time.perf_counter() - started:.0f} s"
-        )
+        paths = {name: os.path.join(folder, f"data.{name}") for name in ("csv", "parquet", "tfrecord")}
+        if not all(os.path.exists(p) for p in paths.values()):
+            paths = write_files(folder, args.rows)
+            print(
+                f"{args.rows} rows x {len(_columns())} columns written in {time.perf_counter() - started:.0f} s"
+            )
         sizes = {name: os.path.getsize(path) for name, path in paths.items()}
-        times = {
-            "csv": measure("csv", paths["csv"], args.runs),
-            "tfrecord": measure("tfrecord", paths["tfrecord"], args.runs),
-            "from_parquet": measure("from_parquet", paths["parquet"], args.runs),
-            "pyarrow": measure("pyarrow", paths["parquet"], args.runs),
-        }
-    print(f"{'reader':14} {'ms / batch of 1024':>20}")
-    for name, seconds in times.items():
-        print(f"{name:14} {seconds * 1000:20.2f}")
-    ours = times["from_parquet"]
-    print(f"from_parquet vs pyarrow floor: {ours / times['pyarrow']:.2f}x the floor (target <= 2)")
-    print(f"from_parquet vs tfrecord:      {times['tfrecord'] / ours:.2f}x faster (target >= 2)")
-    print(f"from_parquet vs csv:           {times['csv'] / ours:.2f}x faster (target >= 5)")
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in READERS}
+        for _ in range(args.runs):  # readers alternate, so a busy moment of the machine hits them all
+            for name, kind in READERS.items():
+                runs[name].append(measure(name, paths[kind], args.autotune))
+    wall = {name: statistics.median(w for w, _ in r) for name, r in runs.items()}
+    cpu = {name: statistics.median(c for _, c in r) for name, r in runs.items()}
+    print(
+        f"{'reader':14} {'wall ms / batch':>16} {'CPU ms / batch':>16}   (batches of {BATCH}, median of {args.runs})"
+    )
+    for name in READERS:
+        print(f"{name:14} {wall[name] * 1000:16.2f} {cpu[name] * 1000:16.2f}")
+    for label, times in (("wall", wall), ("CPU", cpu)):
+        ours = times["from_parquet"]
+        print(f"{label}: from_parquet is {ours / times['pyarrow']:.2f}x the pyarrow floor (target <= 2), "
+              f"{times['tfrecord'] / ours:.2f}x faster than tfrecord (target >= 2), "
+              f"{times['csv'] / ours:.2f}x faster than csv (target >= 5)")  # fmt: skip
     print(f"sizes: csv {sizes['csv'] / 2**20:.1f} MiB, parquet {sizes['parquet'] / 2**20:.1f} MiB "
           f"({sizes['csv'] / sizes['parquet']:.1f}x smaller, target >= 3.3), tfrecord {sizes['tfrecord'] / 2**20:.1f} MiB")  # fmt: skip
 

@@ -172,3 +172,93 @@ def test_from_orc_reads_as_from_parquet(table_file, tmp_path):
     from_orc = next(iter(Dataset.from_orc(orc_path, fields=columns, batch_size=7, to_dense=True)))
     for name in columns:
         assert from_orc[name].numpy().tolist() == from_parquet[name].numpy().tolist()
+
+
+def _wide_table(start: int, n: int) -> pa.Table:
+    """Several columns of each kind (read as one group), with nulls and empty lists."""
+    rows = range(start, start + n)
+    columns = {}
+    for j in range(3):
+        columns[f"i{j}"] = pa.array([None if (i + j) % 7 == 0 else 10 * i + j for i in rows], pa.int64())
+        columns[f"f{j}"] = pa.array([i / 2 + j for i in rows], pa.float32())
+        columns[f"s{j}"] = pa.array([None if (i + j) % 5 == 0 else f"s{i}-{j}" * (i % 3) for i in rows])
+        columns[f"l{j}"] = pa.array(
+            [None if (i + j) % 6 == 0 else list(range(i, i + i % 4)) for i in rows], pa.list_(pa.int32())
+        )
+        columns[f"t{j}"] = pa.array([[f"t{i}"] * (i % 3) for i in rows], pa.list_(pa.large_string()))
+    columns["nested"] = pa.array(
+        [[[i], [], [i, i + 1]] if i % 2 else [] for i in rows], pa.list_(pa.list_(pa.int64()))
+    )
+    return pa.table(columns)
+
+
+def _plain_rows(table: pa.Table) -> list[dict]:
+    def plain(value):
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value.encode()
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    out = []
+    for row in table.to_pylist():
+        out.append({
+            k: plain(v) if v is not None else (b"" if k[0] == "s" else [] if k[0] in "lt" else 0)
+            for k, v in row.items()
+        })  # fmt: skip
+    return out
+
+
+def _batch_rows(batch: dict) -> list[dict]:
+    columns = {
+        name: value.to_ragged().to_list() if isinstance(value, DataFrame.Value) else value.numpy().tolist()
+        for name, value in batch.items()
+    }
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 9, 16, 64])
+@pytest.mark.parametrize("chunk_rows", [5, 8, 16384])
+def test_batches_cross_row_groups_and_chunks_and_give_every_row_in_order(
+    tmp_path, monkeypatch, batch_size, chunk_rows
+):
+    """Row groups of 7 rows, chunks of a few batches (or one chunk per file), batches
+    larger than a row group: each file's rows come in order, cut into batches of exactly
+    `batch_size` but each file's last one."""
+    from beam_tensorize.tf import parquet
+
+    monkeypatch.setattr(parquet, "_CHUNK_ROWS", chunk_rows)
+    tables = [_wide_table(0, 30), _wide_table(30, 20)]
+    paths = []
+    for k, table in enumerate(tables):
+        paths.append(str(tmp_path / f"part-{k}.parquet"))
+        pq.write_table(table, paths[-1], row_group_size=7)
+    batches = [
+        _batch_rows(b) for b in Dataset.from_parquet(paths, batch_size=batch_size, num_parallel_reads=1)
+    ]
+    expected = [_plain_rows(t) for t in tables]
+    want = [rows[i : i + batch_size] for rows in expected for i in range(0, len(rows), batch_size)]
+    assert batches == want
+    dropped = [
+        _batch_rows(b)
+        for b in Dataset.from_parquet(paths, num_parallel_reads=1).batch(batch_size, drop_remainder=True)
+    ]
+    assert dropped == [b for b in want if len(b) == batch_size]
+    interleaved = [_batch_rows(b) for b in Dataset.from_parquet(paths, batch_size=batch_size)]
+    assert sorted(map(str, interleaved)) == sorted(map(str, want))
+
+
+def test_rechunk_joins_and_cuts_record_batches():
+    from beam_tensorize.tf._chunks import rechunk
+
+    table = pa.table({"x": list(range(23))})
+    incoming, start = [], 0
+    for size in (5, 3, 8, 7):
+        incoming.append(table.slice(start, size).to_batches()[0])
+        start += size
+    out = list(rechunk(iter(incoming), 8))
+    assert [b.num_rows for b in out] == [8, 8, 7]
+    assert [v for b in out for v in b.column("x").to_pylist()] == list(range(23))
+    assert out[1] is incoming[2]  # a batch of the right size passes through

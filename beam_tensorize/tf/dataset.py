@@ -158,7 +158,7 @@ def make_dataset(
     if data.get("format", "tfrecord") != "tfrecord":
         raise ValueError(
             f"{root}/{folder} holds {data['format']} files; make_dataset reads TFRecord outputs "
-            "(read Parquet with pyarrow, or write --output_format tfrecord)"
+            "(read a Parquet output with beam_tensorize.tf.Dataset.from_output)"
         )
     if input_context is not None:
         if num_shards is not None or shard_index is not None:

@@ -1,11 +1,14 @@
 """`Dataset.from_parquet`: Parquet files into batches of tensors, as HybridBackend's
 `hb.data.Dataset.from_parquet` reads them.
 
-Each file is read column chunk by column chunk with pyarrow (only the selected fields), and
-every batch becomes tensors straight from the Arrow buffers (numpy views, no per-row Python
-step): a scalar column a `tf.Tensor`, a list column a `DataFrame.Value` (flat values and row
-splits per level), which `DataFrame.parse` or `to_dense` turns into sparse or padded tensors.
-Files are read in parallel (interleaved, in a deterministic order); paths may be local or
+Each file is read with pyarrow (only the selected fields) in chunks of a whole number of
+batches (`_CHUNK_ROWS`, across row groups); a chunk crosses into TensorFlow in one Python step,
+its columns grouped into few arrays (see `_chunks`), and the batches are cut out of it by ops
+of the dataset's graph: no Python per batch, none per row. A scalar column becomes a
+`tf.Tensor`, a list column a `DataFrame.Value` (flat values and row splits per level), which
+`DataFrame.parse` or `to_dense` turns into sparse or padded tensors. Batches do not span files:
+each file's last batch may be smaller. Several files are read in parallel (interleaved, in a
+deterministic order), a single one in the consuming thread; paths may be local or
 `s3://`, `gs://`, `hdfs://` (pyarrow's file systems, see `beam_tensorize.kernels.filesystems`:
 S3 takes `AWS_ENDPOINT_URL` and the usual credentials from the environment, GCS
 `STORAGE_EMULATOR_HOST` for an emulator).
@@ -21,11 +24,11 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 import posixpath
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as paorc
@@ -34,6 +37,7 @@ import tensorflow as tf
 
 from beam_tensorize.kernels.dedup import restore_block
 from beam_tensorize.kernels.filesystems import filesystem_for
+from beam_tensorize.tf._chunks import Layout, rechunk
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import committed_split
 
@@ -63,7 +67,9 @@ class _TableFile:
 
     def iter_batches(self, batch_size: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
         if self._format == "parquet":
-            yield from self._parquet.iter_batches(batch_size=batch_size, columns=columns)
+            # pyarrow's decoding threads only help a process that may use more than one CPU
+            threads = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
+            yield from self._parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=threads)
             return
         for stripe in range(self._orc.nstripes):
             batch = self._orc.read_stripe(stripe, columns=columns)
@@ -118,69 +124,35 @@ def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
     return resolved
 
 
-def _signature(fields: Sequence[_Field]) -> dict:
-    signature: dict[str, Any] = {}
-    for field in fields:
-        if field.ragged_rank == 0:
-            signature[field.name] = tf.TensorSpec([None], field.dtype)
-        else:
-            splits = tuple(tf.TensorSpec([None], tf.int64) for _ in range(field.ragged_rank))
-            signature[field.name] = _Value(tf.TensorSpec([None], field.dtype), splits)
-    return signature
-
-
-def _numpy(values: pa.Array, dtype: tf.DType) -> np.ndarray:
-    if dtype == tf.string:
-        return np.asarray(values.cast(pa.large_binary()).fill_null(b"").to_numpy(zero_copy_only=False))
-    if values.null_count:
-        values = values.fill_null(0)
-    return values.to_numpy(zero_copy_only=False).astype(dtype.as_numpy_dtype, copy=False)
-
-
-def _column(column: pa.Array, field: _Field):
-    if field.ragged_rank == 0:
-        return _numpy(column, field.dtype)
-    splits = []
-    for _ in range(field.ragged_rank):
-        if pa.types.is_fixed_size_list(column.type):
-            column = column.cast(pa.list_(column.type.value_type))
-        offsets = np.asarray(column.offsets, dtype=np.int64)  # null lists: equal offsets (empty)
-        splits.append(offsets - offsets[0])
-        column = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-    return _Value(_numpy(column, field.dtype), tuple(splits))
-
-
-def _batches(
+def _chunks(
     path: bytes,
     names: Sequence[str],
-    fields: Sequence[_Field],
+    layout: Layout,
     batch_size: int,
     file_format: str = "parquet",
     dedup: _Dedup | None = None,
 ) -> Iterator[dict]:
+    """A file's rows in chunks of a whole number of batches (but the last chunk), encoded
+    by `layout`."""
     file = _open(path.decode(), file_format)
+    chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
     if dedup is None:
-        for batch in file.iter_batches(batch_size=batch_size, columns=list(names)):
-            yield {f.name: _column(batch.column(f.name), f) for f in fields}
-        return
-    pending: list[pa.RecordBatch] = []  # restored rows not yet handed out
-    rows = 0
-    for blocks in file.iter_batches(batch_size=_BLOCKS_PER_READ, columns=dedup.stored(names)):
-        restored = restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
-        pending.append(restored)
-        rows += restored.num_rows
-        while rows >= batch_size:
-            table = pa.Table.from_batches(pending)
-            batch = table.slice(0, batch_size).combine_chunks().to_batches()[0]
-            pending, rows = table.slice(batch_size).to_batches(), rows - batch_size
-            yield {f.name: _column(batch.column(f.name), f) for f in fields}
-    if rows:
-        batch = pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
-        yield {f.name: _column(batch.column(f.name), f) for f in fields}
+        batches = file.iter_batches(batch_size=chunk, columns=list(names))
+    else:
+        batches = (
+            restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
+            for blocks in file.iter_batches(batch_size=_BLOCKS_PER_READ, columns=dedup.stored(names))
+        )
+    for batch in rechunk(batches, chunk):
+        yield layout.encode(batch)
 
 
 #: Deduplicated blocks read from a file at a time.
 _BLOCKS_PER_READ = 16
+
+#: Rows (about; a whole number of batches) read from a file and handed to TensorFlow at a
+#: time: one Python step per chunk, not per batch.
+_CHUNK_ROWS = 8192
 
 
 class _Dedup(NamedTuple):
@@ -231,6 +203,8 @@ class ParquetDataset:
                 raise ValueError("from_parquet needs one or more files")
             self._files = tf.data.Dataset.from_tensor_slices(names)
             first = names[0]
+            if len(names) == 1 and num_parallel_reads is None:
+                num_parallel_reads = 1
         schema = _open(first, file_format).schema_arrow
         if dedup is not None:
             stored = [c for g in dedup.groups for c in g] + list(dedup.indexes)
@@ -266,21 +240,24 @@ class ParquetDataset:
         return self._finish(dataset.map(permute))
 
     def _read(self, batch_size: int) -> tf.data.Dataset:
-        names, fields = [f.name for f in self.fields], self.fields
-        signature = _signature(fields)
+        layout = Layout(self.fields)
         read = functools.partial(
-            _batches,
-            names=names,
-            fields=fields,
+            _chunks,
+            names=[f.name for f in self.fields],
+            layout=layout,
             batch_size=batch_size,
             file_format=self._format,
             dedup=self._dedup,
         )
+
+        def batches(path):
+            chunks = tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
+            return chunks.flat_map(lambda chunk: layout.batches(layout.tensors(chunk), batch_size))
+
+        if self._reads == 1:  # one file at a time: no reading threads to hand batches over
+            return self._files.flat_map(batches)
         return self._files.interleave(
-            lambda path: tf.data.Dataset.from_generator(read, args=(path,), output_signature=signature),
-            cycle_length=self._reads,
-            num_parallel_calls=self._reads,
-            deterministic=True,
+            batches, cycle_length=self._reads, num_parallel_calls=self._reads, deterministic=True
         )
 
     def _finish(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -337,7 +314,8 @@ class Dataset:
             to_dense: True, or the names of list fields, to pad into dense tensors; otherwise
                 lists come as `DataFrame.Value`s (see `DataFrame.parse`); fields with a `shape`
                 are dense either way.
-            num_parallel_reads: files read at once (None: AUTOTUNE).
+            num_parallel_reads: files read at once (None: AUTOTUNE, or 1 for a single file;
+                1 reads in the consuming thread).
             key_idx_field_names, value_field_names: files written deduplicated
                 (`DeduplicateFeatures`): each group's index column (`user-index`) and its value
                 columns (`["user", "user-feat-0"]`); the original rows are restored.
