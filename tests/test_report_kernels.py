@@ -410,3 +410,26 @@ def test_the_page_has_an_overview_and_a_section_with_a_plot_per_tensor(generated
         assert 'src="data:image/png;base64,' in page[start : page.index("</section>", start)], tensor["name"]
     assert "<script" not in page  # nothing runs, nothing to fetch
     assert not re.search(r"(src|href)=\"(https?:)?//", page)
+
+
+def test_a_column_the_report_cannot_summarise_counts_rows_only_and_does_not_fail():
+    """A union read as a struct of its branches (the job's own conversion step fails on it,
+    naming the tensor): the statistics keep its row counts and say why there is nothing else."""
+    config = parse_config(
+        {
+            "features": [
+                {"inputFeatureInfo": {"columnExpr": "m"}, "outputTensorInfo": {"name": "m", "dtype": "long"}}
+            ]
+        }
+    )
+    union = pa.array([{"member0": "a", "member1": None}, {"member0": None, "member1": 3}, None])
+    stats = Statistics(config)
+    stats.add_batch(pa.RecordBatch.from_arrays([union], ["m"]))
+    (entry,) = stats.describe()["tensors"]
+    assert (entry["rows"], entry["nullRows"]) == (3, 1)
+    assert (
+        entry["notSummarized"] == "values of type struct<member0: string, member1: int64> have no statistics"
+    )
+    assert "numeric" not in entry and "categorical" not in entry
+    page = render_html(stats.describe())
+    assert "values of type struct&lt;member0: string, member1: int64&gt; have no statistics" in page

@@ -239,7 +239,8 @@ def _tensor_section(tensor: dict, drift: dict | None) -> str:
         )
         top = f'<div class="top"><div class="muted">top {len(categories["top"])} entries</div>{bars}</div>'
     image = _figure_png(tensor, drift)
-    plot = f'<div class="plot">{image}</div>' if image else '<p class="muted">nothing to plot</p>'
+    empty = html.escape(tensor.get("notSummarized", "nothing to plot"))
+    plot = f'<div class="plot">{image}</div>' if image else f'<p class="muted">{empty}</p>'
     dtype = html.escape(f"{tensor.get('dtype', '')} {tensor.get('shape', '')}")
     return (
         f'<section class="tensor" id="{tensor_anchor(name)}"><h2>{html.escape(name)} '

@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping
@@ -125,6 +126,8 @@ class TensorStatistics:
         self.unknown: int | None = None
         self.list_size: int | None = None
         self.ntv = False
+        #: The input type, when its values could not be summarised (then only rows count).
+        self.not_summarized: str | None = None
         hash_info = tensor.input.transform_config.hash_info
         self.hash_info = hash_info
         self.loads: np.ndarray | None = None
@@ -148,6 +151,17 @@ class TensorStatistics:
         rows = len(column)
         self.rows += rows
         self.nulls += column.null_count
+        if self.not_summarized is not None:
+            return
+        try:
+            self._add_values(column, vocabulary)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+            # The statistics never fail a job: its own steps judge the values (and name the
+            # tensor); a type the report cannot summarise gets its row counts only.
+            self.not_summarized = str(column.type)
+            self.lengths = self.values = self.top = self.unknown = None
+
+    def _add_values(self, column: pa.Array, vocabulary: pa.Array | None) -> None:
         t = column.type
         lengths = None
         if is_ntv(t):
@@ -257,6 +271,12 @@ class TensorStatistics:
         self.nulls += other.nulls
         self.empties += other.empties
         self.ntv = self.ntv or other.ntv
+        if self.not_summarized is None:
+            self.not_summarized = other.not_summarized
+        if self.not_summarized is not None:  # no partial summaries: the same for any bundling
+            self.lengths = self.values = self.top = self.unknown = None
+            other = copy.copy(other)
+            other.lengths = other.values = other.top = other.unknown = None
         for attr in ("lengths", "values", "top", "distinct"):
             mine, theirs = getattr(self, attr), getattr(other, attr)
             if theirs is None:
@@ -290,6 +310,8 @@ class TensorStatistics:
             "nullRate": _share(self.nulls, self.rows),
             "emptyRate": _share(self.empties, self.rows),
         }
+        if self.not_summarized is not None:
+            entry["notSummarized"] = f"values of type {self.not_summarized} have no statistics"
         if self.lengths is not None:
             entry["lengths"] = describe_numbers(self.lengths)
         if self.values is not None:
