@@ -43,12 +43,9 @@ import pyarrow.fs as pafs
 
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.features.conversion import (
-    FeatureLayout,
-    layout_for_column,
-    layout_of,
-    to_feature_columns,
-)
+from beam_tensorize.kernels.arrow_types import list_offsets
+from beam_tensorize.kernels.dead_letters import convert_rows
+from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
 from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import FeatureList, FeatureListLookup
@@ -191,16 +188,14 @@ class Preprocessor:
 
     def tensor_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The tensor columns of a batch of input rows, as the job has them before encoding:
-        extracted, tokenized, hashed, looked up (one column per tensor and extra column)."""
+        extracted, tokenized, hashed, looked up (one column per tensor and extra column, and
+        the partition folder columns, which the records leave out)."""
         settings = self.settings
         tensors = self.config.tensors
         out = hash_tensors(extract_tensors(batch, tensors, settings.extra_columns), tensors)
         if settings.partition_field_name:
             out = with_partition_ids(out, settings.partition_field_name, settings.num_partitions)
-        out = self._lookup.apply(out, tensors, settings.filter_zeros, settings.discard_unknown_entries)
-        if settings.folder_columns:
-            out = out.drop_columns(list(settings.folder_columns))
-        return out
+        return self._lookup.apply(out, tensors, settings.filter_zeros, settings.discard_unknown_entries)
 
     def transform_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The Example feature columns of a batch of input rows (one list column per feature
@@ -210,10 +205,7 @@ class Preprocessor:
             ServingError: a row the batch job would have made a dead letter (names the row and
                 the reason).
         """
-        tensors = self.tensor_batch(batch)
-        known = {layout.name for layout in self.layouts}
-        extra = tuple(layout_for_column(f.name, f.type) for f in tensors.schema if f.name not in known)
-        result = to_feature_columns(tensors, self.layouts + extra)
+        result, _ = convert_rows(self.tensor_batch(batch), self.layouts, self.settings.folder_columns)
         if len(result.bad_rows):
             row, reason = int(result.bad_rows[0]), result.reasons[0]
             raise ServingError(
@@ -232,7 +224,7 @@ class Preprocessor:
         features = self.transform_batch(self.record_batch(records))
         per_key = {}
         for name, column in zip(features.schema.names, features.columns):
-            offsets = np.asarray(column.offsets)
+            offsets = list_offsets(column)
             flat = column.flatten()
             if pa.types.is_large_binary(flat.type) or pa.types.is_binary(flat.type):
                 values = np.array(flat.to_pylist() + [b""], dtype=object)[:-1]

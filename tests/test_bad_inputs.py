@@ -231,8 +231,9 @@ def test_overwrite_with_another_config_leaves_no_stale_feature_lists(tmp_path):
     ]
 
 
-def test_a_failed_run_keeps_the_dead_letters_of_the_output_it_leaves(tmp_path, capsys):
-    import hashlib
+def two_genres_config(tmp_path):
+    """A config whose `genres` takes exactly two genre terms: the sample's rows with another
+    number of genres are bad records."""
     import json
 
     config = tmp_path / "genres2.json"
@@ -241,6 +242,13 @@ def test_a_failed_run_keeps_the_dead_letters_of_the_output_it_leaves(tmp_path, c
         {"inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
          "outputTensorInfo": {"name": "genres", "dtype": "string", "shape": [2]}},
     ]}))  # fmt: skip
+    return config
+
+
+def test_a_failed_run_keeps_the_dead_letters_of_the_output_it_leaves(tmp_path, capsys):
+    import hashlib
+
+    config = two_genres_config(tmp_path)
     out = tmp_path / "o"
     args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out)]
     assert main([*args, "--max_bad_records_ratio", "1"]) == 0

@@ -16,8 +16,6 @@ import time
 import pytest
 
 from beam_tensorize.kernels.report.render import tensor_anchor
-from beam_tensorize.sample import SAMPLE_CONFIG
-from pipelines.tensorize import main
 
 pytestmark = pytest.mark.pipeline
 
@@ -153,13 +151,9 @@ def browser(tmp_path_factory):
 
 
 def test_the_report_page_loads_without_errors_with_a_plot_per_tensor(tmp_path, browser):
-    from tests.test_report_pipeline import _validation_input
+    from tests.test_report_pipeline import train_then_validation
 
-    out = str(tmp_path / "out")
-    assert main(["--output", out, "--quiet"]) == 0
-    validation = _validation_input(tmp_path / "valid.avro")
-    args = ["--input", validation, "--config", SAMPLE_CONFIG, "--output", out, "--quiet"]
-    assert main([*args, "--execution_mode", "validation"]) == 0
+    out = train_then_validation(tmp_path)
     for split in ("trainingData", "validationData"):
         with open(os.path.join(out, "report", f"{split}.json")) as f:
             report = json.load(f)

@@ -23,6 +23,7 @@ from beam_tensorize.report import ComputeStatistics
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from pipelines import report as report_cli
 from pipelines.tensorize import main
+from tests.test_bad_inputs import two_genres_config
 from tests.test_report_kernels import GENERATED_CONFIG, generated_table
 
 pytestmark = pytest.mark.pipeline
@@ -115,13 +116,7 @@ def test_bad_report_flags_are_one_line(tmp_path, capsys, flag, value, message):
 
 
 def test_bad_rows_are_grouped_by_reason_and_a_failing_run_writes_no_report(tmp_path, capsys):
-    config = tmp_path / "genres2.json"
-    config.write_text(json.dumps({"features": [
-        {"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}},
-        {"inputFeatureInfo": {"columnExpr": "genreFeatures.term"},
-         "outputTensorInfo": {"name": "genres", "dtype": "string", "shape": [2]}},
-    ]}))  # fmt: skip
-    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--quiet"]
+    args = ["--input", SAMPLE_AVRO, "--config", str(two_genres_config(tmp_path)), "--quiet"]
     out = tmp_path / "ok"
     assert main([*args, "--output", str(out), "--max_bad_records_ratio", "1"]) == 0
     report = _report(out)
@@ -151,12 +146,18 @@ def _validation_input(path) -> str:
     return str(path)
 
 
-def test_a_validation_run_shows_drift_against_the_train_report_and_the_page_rebuilds(tmp_path, capsys):
+def train_then_validation(tmp_path) -> str:
+    """An output of the sample's train run, then a validation run of well-rated movies only."""
     out = str(tmp_path / "out")
     assert main(["--output", out, "--quiet"]) == 0
     validation = _validation_input(tmp_path / "valid.avro")
     args = ["--input", validation, "--config", SAMPLE_CONFIG, "--output", out, "--quiet"]
     assert main([*args, "--execution_mode", "validation"]) == 0
+    return out
+
+
+def test_a_validation_run_shows_drift_against_the_train_report_and_the_page_rebuilds(tmp_path, capsys):
+    out = train_then_validation(tmp_path)
     report = _report(out, "validationData")
     drift = report["drift"]
     assert drift["against"] == "trainingData" and drift["threshold"] == 0.1

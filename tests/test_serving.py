@@ -22,7 +22,13 @@ from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.serving import Preprocessor, ServingError
 from beam_tensorize.tf import make_dataset
-from beam_tensorize.tf.serving import PreprocessingModule, flatten_outputs, raw_tensors
+from beam_tensorize.tf.serving import (
+    PreprocessingModule,
+    as_float64,
+    flatten_outputs,
+    raw_parse_spec,
+    raw_tensors,
+)
 
 _WORDS = ["the", "Matrix", "runs", "café", "İstanbul", "a", "an", "of", "dream", "K", "data_set", "x1"]
 _TAGS = [f"tag{i}" for i in range(12)]
@@ -335,15 +341,8 @@ def test_the_saved_model_reloaded_gives_the_same_tensors(which, request, tmp_pat
     for key in want:
         assert flat[key].numpy().tolist() == want[key].numpy().tolist(), key
     # The raw-tensor entry point is saved too, and gives the structured tensors.
-    raw = tf.io.parse_example(tf.constant(pre.raw_examples(records)), _raw_spec(pre))
-    raw = {k: tf.cast(v, tf.float64) if v.dtype == tf.float32 else v for k, v in raw.items()}
-    _assert_same_tensors(loaded.transform(raw), expected)
-
-
-def _raw_spec(pre):
-    from beam_tensorize.tf.serving import raw_parse_spec
-
-    return raw_parse_spec(pre)
+    raw = tf.io.parse_example(tf.constant(pre.raw_examples(records)), raw_parse_spec(pre))
+    _assert_same_tensors(loaded.transform(as_float64(raw)), expected)
 
 
 def test_avro2tf_md5_hashing_has_no_tensorflow_model(tmp_path):
@@ -376,7 +375,11 @@ _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.lists(st.one_of(_TEXT, st.sampled_from(_WORDS + ["İİ", "ǅ", "ΣΑΣ", "Straße"])), min_size=1, max_size=8)
+    st.lists(
+        st.one_of(_TEXT, st.sampled_from(_WORDS + ["İİ", "ǅ", "ΣΑΣ", "Straße"])),
+        min_size=1,
+        max_size=8,
+    )
 )
 def test_tokenization_in_python_and_tensorflow_agree(texts):
     import re

@@ -24,12 +24,17 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_for_column, to_feature_columns
+from beam_tensorize.kernels.features.conversion import (
+    ConversionResult,
+    FeatureLayout,
+    layout_for_column,
+    to_feature_columns,
+)
 from beam_tensorize.kernels.parquet_output import tensor_columns
 from beam_tensorize.kernels.provenance import describe_row
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 
-__all__ = ["DEAD_LETTERS", "SERIALIZED_COLUMN", "EncodedBatch", "encode_with_dead_letters"]
+__all__ = ["DEAD_LETTERS", "SERIALIZED_COLUMN", "EncodedBatch", "convert_rows", "encode_with_dead_letters"]
 
 #: Column of serialized examples in encoded batches.
 SERIALIZED_COLUMN = "serialized"
@@ -49,6 +54,23 @@ class EncodedBatch(NamedTuple):
 
     examples: pa.RecordBatch
     dead_letters: list[dict]
+
+
+def convert_rows(
+    batch: pa.RecordBatch, layouts: Sequence[FeatureLayout], keep_columns: Sequence[str] = ()
+) -> tuple[ConversionResult, tuple[FeatureLayout, ...]]:
+    """The Example feature columns of a tensor batch (`to_feature_columns`) and every layout
+    used: the tensors', then those of the columns without one (extra columns, stored by their
+    Arrow type, `layout_for_column`); `keep_columns` are left out.
+
+    Raises:
+        FeatureDataError: a column's type does not fit its tensor at all.
+    """
+    known = {layout.name for layout in layouts} | set(keep_columns)
+    extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
+    encoded = batch.drop_columns(list(keep_columns)) if keep_columns else batch
+    every_layout = tuple(layouts) + tuple(extra)
+    return to_feature_columns(encoded, every_layout), every_layout
 
 
 def encode_with_dead_letters(
@@ -86,11 +108,7 @@ def encode_with_dead_letters(
     missing = [name for name in keep if name not in batch.schema.names]
     if missing:
         raise KeyError(f"EncodeExamples: columns to keep {missing} are not among {batch.schema.names}")
-    known = {layout.name for layout in layouts} | set(keep)
-    extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
-    encoded = batch.drop_columns(keep) if keep else batch
-    every_layout = tuple(layouts) + tuple(extra)
-    result = to_feature_columns(encoded, every_layout)
+    result, every_layout = convert_rows(batch, layouts, keep)
     if output_format in ("parquet", "avro"):
         data = tensor_columns(result.features, every_layout, sparse_as_records=output_format == "avro")
     else:

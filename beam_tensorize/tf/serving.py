@@ -50,7 +50,13 @@ import pyarrow as pa
 import tensorflow as tf
 
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.arrow_types import leaf_type, list_depth
+from beam_tensorize.kernels.arrow_types import (
+    as_large_list,
+    is_list_type,
+    leaf_type,
+    list_depth,
+    list_offsets,
+)
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 from beam_tensorize.kernels.features.hashing import STRONG_HASH_KEYS
 from beam_tensorize.kernels.features.ntv import is_ntv
@@ -65,6 +71,7 @@ from beam_tensorize.tf.dataset import parse_spec
 __all__ = [
     "PreprocessingLayer",
     "PreprocessingModule",
+    "as_float64",
     "flatten_outputs",
     "preprocessing_model",
     "raw_parse_spec",
@@ -90,8 +97,12 @@ def _raw_schema(pre: Preprocessor) -> pa.Schema:
 
 def raw_parse_spec(pre: Preprocessor) -> dict:
     """`tf.io.parse_example` spec of a serving request (`Preprocessor.raw_examples`)."""
+    return _request_spec(_raw_schema(pre))
+
+
+def _request_spec(raw_schema: pa.Schema) -> dict:
     spec = {}
-    for field in _raw_schema(pre):
+    for field in raw_schema:
         if is_ntv(field.type):
             for part, dtype in NTV_PARTS:
                 key = f"{field.name}/{part}"
@@ -106,10 +117,10 @@ def raw_parse_spec(pre: Preprocessor) -> dict:
     return spec
 
 
-def _raw_signature(pre: Preprocessor) -> dict[str, tf.RaggedTensorSpec]:
+def _raw_signature(raw_schema: pa.Schema) -> dict[str, tf.RaggedTensorSpec]:
     """The typed inputs of the model (floating-point values as float64, exact)."""
     specs = {}
-    for field in _raw_schema(pre):
+    for field in raw_schema:
         if is_ntv(field.type):
             for part, dtype in NTV_PARTS:
                 specs[f"{field.name}/{part}"] = tf.RaggedTensorSpec(
@@ -143,26 +154,24 @@ def raw_tensors(pre: Preprocessor, records) -> dict[str, tf.RaggedTensor]:
     tensors = {}
     for name, column in raw_example_parts(raw).items():
         splits = []
-        if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+        if not is_list_type(column.type):
             valid = np.asarray(column.is_valid(), dtype=bool)  # a scalar: one value, none for a null
             splits.append(np.concatenate([[0], np.cumsum(valid)]).astype(np.int64))
             column = column.drop_null()
-        while pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
-            column = column.cast(pa.large_list(column.type.value_type))
+        while is_list_type(column.type):
+            column = as_large_list(column)
             if column.null_count:
                 column = column.fill_null([])
-            offsets = np.asarray(column.offsets, dtype=np.int64)
-            splits.append(offsets - offsets[0])
+            splits.append(list_offsets(column))
             column = column.flatten()
         if column.null_count:
             raise ValueError(f"raw column {name!r} holds a null inside a list")
-        leaf = column.type
-        if pa.types.is_floating(leaf) or pa.types.is_decimal(leaf):
-            values = tf.constant(np.asarray(column.cast(pa.float64())), tf.float64)
-        elif pa.types.is_integer(leaf) or pa.types.is_boolean(leaf):
-            values = tf.constant(np.asarray(column.cast(pa.int64())), tf.int64)
-        else:
+        dtype = _input_dtype(column.type)
+        if dtype == tf.string:
             values = tf.constant(column.cast(pa.large_binary()).to_pylist(), tf.string)
+        else:
+            arrow_type = pa.float64() if dtype == tf.float64 else pa.int64()
+            values = tf.constant(np.asarray(column.cast(arrow_type)), dtype)
         tensors[name] = tf.RaggedTensor.from_nested_row_splits(values, [tf.constant(s) for s in splits])
     return tensors
 
@@ -196,17 +205,12 @@ class PreprocessingModule(tf.Module):
         for tensor in pre.config.tensors:
             self._check(tensor)
             if uses_feature_list(tensor, self._after_tokens(tensor)):
-                entries = (
-                    vocab_array(pre.feature_lists[tensor.name]).to_pylist()
-                    if tensor.name in pre.feature_lists
-                    else None
-                )
-                if entries is None:
+                if tensor.name not in pre.feature_lists:
                     raise ServingError(f"error: tensor {tensor.name!r} has no feature list; give its list")
-                self._tables[tensor.name] = _table(entries)
+                self._tables[tensor.name] = _table(vocab_array(pre.feature_lists[tensor.name]).to_pylist())
         self._stop_words = _table(sorted(ENGLISH_STOP_WORDS))
-        self._request_spec = raw_parse_spec(pre)
-        self._signature = _raw_signature(pre)
+        self._request_spec = _request_spec(schema)
+        self._signature = _raw_signature(schema)
         #: Raw ragged tensors in (`_raw_signature`), the tensors out.
         self.transform = tf.function(self._call, input_signature=[self._signature], autograph=False)
         #: Serialized request Examples in, flat tensors out (the `serving_default` signature).
@@ -244,9 +248,7 @@ class PreprocessingModule(tf.Module):
     # --- the computation ------------------------------------------------------------------
 
     def _serve(self, serialized):
-        raw = tf.io.parse_example(serialized, self._request_spec)
-        raw = {k: tf.cast(v, tf.float64) if v.dtype == tf.float32 else v for k, v in raw.items()}
-        return flatten_outputs(self._call(raw))
+        return flatten_outputs(self._call(as_float64(tf.io.parse_example(serialized, self._request_spec))))
 
     def _call(self, raw: Mapping[str, tf.RaggedTensor]) -> dict:
         rows = next(iter(raw.values())).nrows(out_type=tf.int64)
@@ -331,9 +333,13 @@ class PreprocessingLayer(tf.keras.layers.Layer):
         self.module = PreprocessingModule(pre)
 
     def call(self, inputs):
-        return self.module(
-            {k: tf.cast(v, tf.float64) if v.dtype.is_floating else v for k, v in inputs.items()}
-        )
+        return self.module(as_float64(inputs))
+
+
+def as_float64(raw: Mapping[str, object]) -> dict:
+    """Raw inputs with their floating-point values as float64, the type the model takes (a
+    request's float32 values, Keras' float32 casts)."""
+    return {k: tf.cast(v, tf.float64) if v.dtype.is_floating else v for k, v in raw.items()}
 
 
 def flatten_outputs(tensors: Mapping[str, object]) -> dict[str, tf.Tensor]:
