@@ -14,7 +14,7 @@ import fastavro
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from beam_tensorize import Tensorize
@@ -376,11 +376,12 @@ _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
-        st.one_of(_TEXT, st.sampled_from(_WORDS + ["İİ", "ǅ", "ΣΑΣ", "Straße"])),
+        st.one_of(_TEXT, st.sampled_from(_WORDS + ["İİ", "ǅ", "ΣΑΣ", "Straße", "\x000", "a\x00B"])),
         min_size=1,
         max_size=8,
     )
 )
+@example(["\x000", "a\x00B İstanbul"])  # NUL (tf.strings.lower stops at it) and U+0130
 def test_tokenization_in_python_and_tensorflow_agree(texts):
     import re
 

@@ -395,7 +395,9 @@ def tokens_of(texts: tf.RaggedTensor, stop_words: tf.lookup.StaticHashTable | No
     Java's full lower-casing, split on everything but ASCII letters, digits and `_`, without
     the entries of `stop_words` (a table giving -1 for other words)."""
     texts = texts.merge_dims(1, -1) if texts.ragged_rank > 1 else texts
-    lowered = tf.strings.lower(texts.flat_values, encoding="utf-8")
+    # NUL separates words, and `tf.strings.lower` would cut a text at its first NUL.
+    no_nul = tf.strings.regex_replace(texts.flat_values, "\\x00", " ")
+    lowered = tf.strings.lower(no_nul, encoding="utf-8")
     tokens = tf.strings.split(tf.strings.regex_replace(lowered, TOKEN_SEPARATORS, " "))
     if stop_words is not None:
         tokens = tf.ragged.boolean_mask(tokens, tf.equal(stop_words.lookup(tokens), -1))
