@@ -525,7 +525,8 @@ def test_tfrecord_source_raw_bytes_sequence_examples_and_save_modes(spark, sampl
     assert "part-00000-of-00001-1.tfrecord" in _tree(out)
 
 
-def test_the_example_of_docs_spark_md_runs(spark, tmp_path, capsys):
+def test_the_example_of_docs_spark_md_runs(spark, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("BEAM_TENSORIZE_CACHE", str(tmp_path / "cache"))  # local_session's archive
     docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "spark.md")
     with open(docs, encoding="utf-8") as f:
         example = f.read().split("```python\n", 1)[1].split("```", 1)[0]
@@ -536,6 +537,8 @@ def test_the_example_of_docs_spark_md_runs(spark, tmp_path, capsys):
     assert f"300 ['{out}/trainingData/part-00000-of-00002.tfrecord'," in printed
     assert "|userId|" in printed and "genreIds" in printed
     assert (tmp_path / "spark_output" / "_SUCCESS").exists()
+    # The session was the test session's (already running), so none was recorded here.
+    assert not (tmp_path / "cache").exists()
 
 
 # --- packaging -----------------------------------------------------------------------------

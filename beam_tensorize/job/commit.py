@@ -17,9 +17,7 @@ import logging
 import posixpath
 from typing import NamedTuple
 
-from apache_beam.io.filesystems import FileSystems
-
-from beam_tensorize.job.files import create_file, list_files, new_file
+from beam_tensorize.job.files import FileSystems, create_file, list_files, new_file
 from beam_tensorize.kernels.avro_output import AVRO_COMPRESSIONS
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
 from beam_tensorize.kernels.split_files import SplitFiles

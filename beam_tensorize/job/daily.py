@@ -19,7 +19,7 @@ import datetime
 import posixpath
 from collections.abc import Sequence
 
-from apache_beam.io.filesystems import FileSystems
+from beam_tensorize.job.files import FileSystems
 
 __all__ = ["daily_inputs", "day_folders"]
 

@@ -9,10 +9,8 @@ import logging
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.files import list_files, read_text, write_text_atomically
+from beam_tensorize.job.files import FileSystems, list_files, read_text, write_text_atomically
 from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list, split_term_only
 from beam_tensorize.kernels.metadata import METADATA_FILE
 

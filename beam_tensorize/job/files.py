@@ -1,5 +1,10 @@
 """Small file helpers over Beam's FileSystems (local, gs://, s3://, ...).
 
+Apache Beam is imported at the first use of a remote file system (or of `FileSystems`):
+local files are opened and created with Python's own `open`, as Beam's local file system
+does, so Spark's Python workers reading and writing local files never pay Beam's import
+(~1 s per worker process).
+
 Example:
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
@@ -11,14 +16,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import uuid
 from collections.abc import Iterator
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
 __all__ = [
+    "FileSystems",
     "create_file",
     "list_files",
     "new_file",
@@ -27,6 +31,41 @@ __all__ = [
     "read_text",
     "write_text_atomically",
 ]
+
+
+class _BeamFileSystems:
+    """Beam's `FileSystems` class, imported at the first attribute asked for."""
+
+    def __getattr__(self, name: str):
+        from apache_beam.io.filesystems import FileSystems as beam_file_systems
+
+        return getattr(beam_file_systems, name)
+
+
+#: Beam's `FileSystems` (local, gs://, s3://, hdfs://, ...), imported on first use.
+FileSystems = _BeamFileSystems()
+
+
+def _is_local(path: str) -> bool:
+    """A path of the local file system (no `scheme://`), as Beam tells them apart."""
+    return "://" not in path
+
+
+def _open_local(path: str, mode: str):
+    if "w" in mode:
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)  # as Beam's local file system creates files
+    return open(path, mode)
+
+
+def _create(path: str):
+    """`path` created for writing raw bytes (no compression, whatever its name says)."""
+    if _is_local(path):
+        return _open_local(path, "wb")
+    from apache_beam.io.filesystem import CompressionTypes
+
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 class _LazyWriter:
@@ -40,7 +79,7 @@ class _LazyWriter:
         if not len(data):
             return 0
         if self._file is None:
-            self._file = FileSystems.create(self._path, compression_type=CompressionTypes.UNCOMPRESSED)
+            self._file = _create(self._path)
         return self._file.write(data)
 
     def flush(self) -> None:
@@ -50,10 +89,10 @@ class _LazyWriter:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-        elif FileSystems.get_scheme(self._path) == "s3":
+        elif self._path.startswith("s3://"):
             _put_empty_s3_object(self._path)
         else:
-            FileSystems.create(self._path, compression_type=CompressionTypes.UNCOMPRESSED).close()
+            _create(self._path).close()
 
 
 def _put_empty_s3_object(path: str) -> None:
@@ -97,6 +136,10 @@ def create_file(path: str) -> Iterator[_LazyWriter]:
 
 def open_file(path: str):
     """`path` opened for reading as raw bytes, whatever its name says (no decompression)."""
+    if _is_local(path):
+        return _open_local(path, "rb")
+    from apache_beam.io.filesystem import CompressionTypes
+
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 

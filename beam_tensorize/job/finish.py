@@ -13,11 +13,9 @@ import json
 import posixpath
 import uuid
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, remove_empty_temporary
-from beam_tensorize.job.files import create_file, list_files, read_text, write_text_atomically
+from beam_tensorize.job.files import FileSystems, create_file, list_files, read_text, write_text_atomically
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 from beam_tensorize.kernels.metadata import METADATA_FILE
 

@@ -19,10 +19,8 @@ import threading
 import time
 import uuid
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_tensorize.job.commit import TEMP_FOLDER, remove_empty_temporary
-from beam_tensorize.job.files import create_file, list_files, open_file
+from beam_tensorize.job.files import FileSystems, create_file, list_files, open_file
 from beam_tensorize.job.finish import DEAD_LETTER_FOLDER, SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec

@@ -3,6 +3,8 @@
 Needs the `spark` extra (`pip install -e '.[spark]'`); nothing outside this package imports
 PySpark, so `import beam_tensorize` works without it.
 
+* `local_session(cores)` — a `local[cores]` session that starts in seconds (quick JIT, Spark's
+  classes from a cached class data archive).
 * `tensorize_spark(spark, input_paths, config, output, ...)` — the whole job, with the output
   of the Beam `Tensorize` job (see docs/spark.md).
 * Spark data sources: `beam_tensorize_table` (Avro, Parquet, ORC or TFRecord files read with
@@ -12,11 +14,10 @@ PySpark, so `import beam_tensorize` works without it.
 
 Example::
 
-    from pyspark.sql import SparkSession
     from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
-    from beam_tensorize.spark import register_data_sources, tensorize_spark
+    from beam_tensorize.spark import local_session, register_data_sources, tensorize_spark
 
-    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    spark = local_session(2)  # or any SparkSession
     register_data_sources(spark)
     tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, "out")
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from beam_tensorize.spark.session import local_session
 from beam_tensorize.spark.table_source import (
     AVRO_FORMAT,
     TABLE_FORMAT,
@@ -42,6 +44,7 @@ __all__ = [
     "AvroDataSource",
     "TFRecordDataSource",
     "TableDataSource",
+    "local_session",
     "register_data_sources",
     "source_batches",
     "tensorize_spark",
