@@ -13,7 +13,9 @@ each sample, and their CPU time. Paths:
   too, as a Spark user's session is usually up;
 * **spark-2-plain**: the same with `SparkSession.builder.master("local[2]").getOrCreate()`.
 
-All runs use the bundled config (hashing, feature lists, NTV sparse) in train mode. The inputs
+All runs use the bundled config (hashing, feature lists, NTV sparse) in train mode and write the
+same output: the CLI runs with `--report none`, as Spark writes no run report (its cost is
+`bench_report.py`'s subject). The inputs
 are MovieLens-like Avro files (`bench_tensorize.generate_movielens_avro`, 1M rows each, seeds
 0..3), generated once and cached in `--workdir`: the 1M input is the first file, the 4M input
 all four. Then it prints a table and the ratios of DESIGN §9:
@@ -159,7 +161,7 @@ def _command(path: str, pattern: str, out: str) -> list[str]:
             path.removeprefix("spark-2-") or "fast",
         ]
     cli = [sys.executable, "-m", "pipelines.tensorize", "--input", pattern, "--config", CONFIG,
-           "--output", out, "--save_mode", "overwrite", "--quiet"]  # fmt: skip
+           "--output", out, "--save_mode", "overwrite", "--quiet", "--report", "none"]  # fmt: skip
     workers = {"beam-1": [], "beam-mp1": ["1"], "beam-mp2": ["2"]}[path]
     if workers:
         cli += ["--direct_running_mode", "multi_processing", "--direct_num_workers", workers[0]]
