@@ -240,7 +240,7 @@ class ParquetDataset:
         return self._finish(dataset.map(permute))
 
     def _read(self, batch_size: int) -> tf.data.Dataset:
-        layout = Layout(self.fields)
+        layout = Layout(self.fields, batch_size)
         read = functools.partial(
             _chunks,
             names=[f.name for f in self.fields],
@@ -252,7 +252,7 @@ class ParquetDataset:
 
         def batches(path):
             chunks = tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
-            return chunks.flat_map(lambda chunk: layout.batches(layout.tensors(chunk), batch_size))
+            return chunks.flat_map(lambda chunk: layout.batches(layout.tensors(chunk)))
 
         if self._reads == 1:  # one file at a time: no reading threads to hand batches over
             return self._files.flat_map(batches)
