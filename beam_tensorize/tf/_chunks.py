@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import tensorflow as tf
 
 from beam_tensorize.tf.dataframe import DataFrame
@@ -92,6 +93,24 @@ def _strings(values: pa.Array) -> tuple[memoryview, np.ndarray]:
     first, last = int(offsets[0]), int(offsets[-1])
     data = memoryview(b"") if data is None else memoryview(data)[first:last]
     return data, offsets.astype(np.int64) - first
+
+
+def _string_pieces(column: pa.Array) -> tuple[memoryview, np.ndarray, np.ndarray]:
+    """A string column's bytes and where each of its strings starts in them and how long it
+    is (nulls: empty). A dictionary-encoded column gives its dictionary's bytes, the strings
+    found through its indices: no string is copied."""
+    if not pa.types.is_dictionary(column.type):
+        data, offsets = _strings(column)
+        return data, offsets[:-1], np.diff(offsets)
+    data, offsets = _strings(column.dictionary)
+    entries = len(offsets) - 1
+    lengths = np.zeros(entries + 1, np.int64)  # the last one, empty, for nulls
+    np.subtract(offsets[1:], offsets[:-1], out=lengths[:entries])
+    indices = column.indices
+    if column.null_count:
+        indices = pc.if_else(column.is_valid(), indices, pa.scalar(entries, indices.type))
+    indices = indices.to_numpy(zero_copy_only=False)
+    return data, offsets[indices], lengths[indices]
 
 
 def _numbers(values: pa.Array) -> np.ndarray:
@@ -183,12 +202,15 @@ class _Group:
             for j, column in enumerate(columns):
                 _into_batches(out[:, j], _numbers(column), size)
             return (out,)
-        data, offsets = _join_strings(columns)
         bounds = _empty((batches, 2, k, size), np.int64)
-        for j, offs in enumerate(offsets):
-            _into_batches(bounds[:, 0, j], offs[:-1], size)
-            _into_batches(bounds[:, 1, j], np.diff(offs), size)
-        return data, bounds
+        parts, base = [], 0
+        for j, column in enumerate(columns):
+            data, starts, lengths = _string_pieces(column)
+            _into_batches(bounds[:, 0, j], starts + base, size)
+            _into_batches(bounds[:, 1, j], lengths, size)
+            parts.append(data)
+            base += len(data)
+        return b"".join(parts), bounds
 
     def _lists(self, columns: Sequence[pa.Array], rows: int, batches: int) -> tuple:
         k, size = len(columns), self.batch_size
@@ -206,23 +228,20 @@ class _Group:
         starts = offsets[:, : batches * size + 1 : size].T.tolist()  # [batches + 1][k]
         bounds = np.zeros(batches + 1, np.int64)  # where each batch's values start
         np.cumsum(splits[:, :, size].sum(axis=1), out=bounds[1:])
-        if self.dtype == tf.string:
+        if self.dtype == tf.string:  # the start and length of each string value
             data, string_offsets = _join_strings(flat)
-            sources = [(o[:-1], o[1:] - o[:-1]) for o in string_offsets]
+            sources = [[o[:-1] for o in string_offsets], [np.diff(o) for o in string_offsets]]
             values = _empty((2, int(bounds[-1])), np.int64)
-            targets = (values[0], values[1])
+            targets = [values[0], values[1]]
         else:
-            sources = [(_numbers(v),) for v in flat]
+            sources = [[_numbers(v) for v in flat]]
             values = _empty((int(bounds[-1]),), self.dtype.as_numpy_dtype)
-            targets = (values,)
-        at = 0
-        for b in range(batches):
+            targets = [values]
+        for b in range(batches):  # one copy per batch: its columns' values one after another
             low, high = starts[b], starts[b + 1]
-            for j in range(k):
-                end = at + high[j] - low[j]
-                for target, source in zip(targets, sources[j]):
-                    target[at:end] = source[low[j] : high[j]]
-                at = end
+            for target, source in zip(targets, sources):
+                pieces = [column[lo:hi] for column, lo, hi in zip(source, low, high)]
+                np.concatenate(pieces, out=target[bounds[b] : bounds[b + 1]], casting="unsafe")
         return ((data, values) if self.dtype == tf.string else (values,)), splits, bounds
 
     def tensors(self, encoded: tuple) -> tuple:
@@ -243,7 +262,8 @@ class _Group:
             if self.dtype == tf.string:
                 data, bounds = tensors
                 piece = bounds[index][:, :, :rows]
-                values = tf.strings.substr(data, piece[0], piece[1])
+                starts, lengths = tf.unstack(piece[0], num=k), tf.unstack(piece[1], num=k)
+                return {n: tf.strings.substr(data, p, q) for n, p, q in zip(names, starts, lengths)}
             else:
                 values = tensors[0][index][:, :rows]  # no copy but for a last, shorter batch
             return dict(zip(names, tf.unstack(values, num=k)))
