@@ -77,7 +77,9 @@ class _TableFile:
         paths = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
 
         def small(chunk) -> bool:
-            if not chunk.has_dictionary_page or chunk.dictionary_page_offset is None:
+            if chunk.physical_type != "BYTE_ARRAY" or not chunk.has_dictionary_page:
+                return False
+            if chunk.dictionary_page_offset is None:
                 return False
             return 2 * (chunk.data_page_offset - chunk.dictionary_page_offset) <= chunk.total_compressed_size
 
