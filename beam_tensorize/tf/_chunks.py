@@ -26,7 +26,7 @@ Example:
     >>> fields = [DataFrame.Field("id", tf.int64, 0), DataFrame.Field("tags", tf.string, 1)]
     >>> layout = Layout(fields, batch_size=2)
     >>> chunk = layout.encode(pa.record_batch({"id": [1, 2, 3], "tags": [["a"], [], ["b", "c"]]}))
-    >>> batches = list(layout.batches(layout.tensors(chunk)))
+    >>> batches = list(layout.batches(tf.data.Dataset.from_tensors(chunk)))
     >>> batches[1]["id"].numpy().tolist(), batches[0]["tags"].to_ragged().to_list()
     ([3], [[b'a'], []])
 """
@@ -320,7 +320,19 @@ class Layout:
             batch.update(group.cut(tensors, index, rows))
         return {f.name: batch[f.name] for f in self.fields}
 
-    def batches(self, chunk: dict) -> tf.data.Dataset:
-        """The batches of a chunk's tensors."""
-        count = (chunk["rows"] + self.batch_size - 1) // self.batch_size
-        return tf.data.Dataset.range(count).map(lambda index: self.cut(chunk, index))
+    def batches(self, chunks: tf.data.Dataset) -> tf.data.Dataset:
+        """The batches of a dataset of `encode`d chunks.
+
+        Each chunk is paired with the index of each of its batches by a small function, and
+        the batches are cut by one `map` of the pipeline itself: a function that `flat_map`
+        nested (cutting inside the per-chunk dataset) is instantiated and optimized again
+        with each function enclosing it, each time an iterator is made (~0.2 s for 200
+        columns)."""
+
+        def indexed(chunk):
+            count = (chunk["rows"] + self.batch_size - 1) // self.batch_size
+            return tf.data.Dataset.zip(
+                tf.data.Dataset.from_tensors(chunk).repeat(), tf.data.Dataset.range(count)
+            )
+
+        return chunks.map(self.tensors).flat_map(indexed).map(self.cut)

@@ -286,14 +286,16 @@ class ParquetDataset:
             dedup=self._dedup,
         )
 
-        def batches(path):
-            chunks = tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
-            return chunks.flat_map(lambda chunk: layout.batches(layout.tensors(chunk)))
+        def chunks(path):
+            return tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
 
         if self._reads == 1:  # one file at a time: no reading threads to hand batches over
-            return self._files.flat_map(batches)
+            return layout.batches(self._files.flat_map(chunks))
         return self._files.interleave(
-            batches, cycle_length=self._reads, num_parallel_calls=self._reads, deterministic=True
+            lambda path: layout.batches(chunks(path)),
+            cycle_length=self._reads,
+            num_parallel_calls=self._reads,
+            deterministic=True,
         )
 
     def _finish(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
