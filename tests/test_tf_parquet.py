@@ -262,3 +262,46 @@ def test_rechunk_joins_and_cuts_record_batches():
     assert [b.num_rows for b in out] == [8, 8, 7]
     assert [v for b in out for v in b.column("x").to_pylist()] == list(range(23))
     assert out[1] is incoming[2]  # a batch of the right size passes through
+
+
+def test_string_columns_stored_with_a_dictionary_are_read_through_it(tmp_path, monkeypatch):
+    """String scalars stored with a dictionary in every row group are decoded as dictionary
+    arrays (the strings found through the indices); nulls, an all-null column, binary and
+    large strings, a dictionary that overflowed into plain pages, and columns stored without
+    a dictionary all read back as pyarrow gives them."""
+    from beam_tensorize.tf import parquet
+
+    monkeypatch.setattr(parquet, "_CHUNK_ROWS", 8)
+    n = 45
+    words = [None if i % 4 == 1 else f"w{i % 5}" * (i % 3) for i in range(n)]
+    table = pa.table({
+        "dict": pa.array(words),
+        "none": pa.array([None] * n, pa.string()),
+        "bytes": pa.array([None if w is None else w.encode() + b"\0" for w in words], pa.binary()),
+        "large": pa.array(words, pa.large_string()),
+        "many": pa.array([f"unique-{i:04d}" * 3 for i in range(n)]),
+        "plain": pa.array(words),
+    })  # fmt: skip
+    path = str(tmp_path / "strings.parquet")
+    pq.write_table(
+        table, path, row_group_size=16, dictionary_pagesize_limit=64, data_page_size=64,
+        use_dictionary=["dict", "none", "bytes", "large", "many"], write_batch_size=4,
+    )  # fmt: skip
+    metadata = pq.ParquetFile(path).metadata
+    assert not metadata.row_group(0).column(5).has_dictionary_page  # "plain"
+    assert parquet._open(path).dictionary_encoded(table.column_names) == [
+        "dict",
+        "none",
+        "bytes",
+        "large",
+        "many",
+    ]
+    got = [_batch_rows(b) for b in Dataset.from_parquet(path, batch_size=3)]
+    rows = [row for batch in got for row in batch]
+    assert len(got) == 15 and len(rows) == n
+    for name in table.column_names:
+        want = [
+            b"" if v is None else v if isinstance(v, bytes) else v.encode()
+            for v in table.column(name).to_pylist()
+        ]
+        assert [row[name] for row in rows] == want, name

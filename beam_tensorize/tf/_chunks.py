@@ -2,25 +2,31 @@
 
 `from_parquet` crosses from Python into TensorFlow once per chunk (a whole number of
 batches, some thousands of rows), not once per batch, and with few arrays: the columns of a
-chunk are grouped by kind, and each group travels as one array.
+chunk are grouped by kind, each group travels as one array, laid out batch by batch so that
+a batch is one contiguous piece of it.
 
-* scalars of one dtype: a `[columns, rows]` matrix;
-* one-level lists of one dtype: their values one after another in one flat array, and a
-  `[columns, rows + 1]` matrix of row splits into that array;
-* strings (scalars or list values): one bytes buffer and its offsets; `tf.strings.substr` on
-  the buffer makes the string tensors (list values once per chunk, scalars batch by batch, so
-  that each string is made once);
+* scalars of one dtype: a `[batches, columns, batch_size]` array (the last batch padded);
+  a batch is one slice of it, which TensorFlow takes without copying, unstacked into columns;
+* one-level lists of one dtype: their values in one flat array, batch after batch and, inside
+  a batch, column after column; and a `[batches, columns, batch_size + 1]` array of row splits
+  (from 0 in each batch and column). A batch is one slice of the values split into columns
+  (`tf.split`, one op) and one slice of the splits;
+* strings (scalars or list values): one bytes buffer and the start and length of each string
+  in it, laid out as numbers are; `tf.strings.substr` on the buffer makes the string tensors
+  (list values once per chunk, scalars batch by batch, so that each string is made once);
 * deeper lists: each column alone (its values and the splits of each level).
 
-A batch is then a few slicing ops per group in the dataset's graph (`cut`), plus one slice
-per list column, whatever the number of rows.
+The arrays are allocated from Arrow's memory pool: aligned as TensorFlow needs to take them
+without a copy, and reused from chunk to chunk rather than fresh pages of memory each time.
+A batch is then a few ops per group in the dataset's graph (`cut`), whatever the number of
+rows and of columns (but deeper lists: a few per column).
 
 Example:
     >>> import pyarrow as pa
     >>> fields = [DataFrame.Field("id", tf.int64, 0), DataFrame.Field("tags", tf.string, 1)]
-    >>> layout = Layout(fields)
+    >>> layout = Layout(fields, batch_size=2)
     >>> chunk = layout.encode(pa.record_batch({"id": [1, 2, 3], "tags": [["a"], [], ["b", "c"]]}))
-    >>> batches = list(layout.batches(layout.tensors(chunk), batch_size=2))
+    >>> batches = list(layout.batches(tf.data.Dataset.from_tensors(chunk)))
     >>> batches[1]["id"].numpy().tolist(), batches[0]["tags"].to_ragged().to_list()
     ([3], [[b'a'], []])
 """
@@ -32,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import tensorflow as tf
 
 from beam_tensorize.tf.dataframe import DataFrame
@@ -61,6 +68,15 @@ def rechunk(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordB
         yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
+def _empty(shape: Sequence[int], dtype) -> np.ndarray:
+    """An uninitialised array in Arrow's memory pool (64-byte aligned: TensorFlow takes it as
+    a tensor without copying it)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    buffer = pa.allocate_buffer(max(1, count * dtype.itemsize))
+    return np.frombuffer(buffer, dtype, count=count).reshape(shape)
+
+
 def _strings(values: pa.Array) -> tuple[memoryview, np.ndarray]:
     """A string or binary array's bytes (a view of its buffer) and their int64 offsets (from
     0; nulls are empty strings)."""
@@ -79,10 +95,28 @@ def _strings(values: pa.Array) -> tuple[memoryview, np.ndarray]:
     return data, offsets.astype(np.int64) - first
 
 
-def _numbers(values: pa.Array, dtype: tf.DType) -> np.ndarray:
+def _string_pieces(column: pa.Array) -> tuple[memoryview, np.ndarray, np.ndarray]:
+    """A string column's bytes and where each of its strings starts in them and how long it
+    is (nulls: empty). A dictionary-encoded column gives its dictionary's bytes, the strings
+    found through its indices: no string is copied."""
+    if not pa.types.is_dictionary(column.type):
+        data, offsets = _strings(column)
+        return data, offsets[:-1], np.diff(offsets)
+    data, offsets = _strings(column.dictionary)
+    entries = len(offsets) - 1
+    lengths = np.zeros(entries + 1, np.int64)  # the last one, empty, for nulls
+    np.subtract(offsets[1:], offsets[:-1], out=lengths[:entries])
+    indices = column.indices
+    if column.null_count:
+        indices = pc.if_else(column.is_valid(), indices, pa.scalar(entries, indices.type))
+    indices = indices.to_numpy(zero_copy_only=False)
+    return data, offsets[indices], lengths[indices]
+
+
+def _numbers(values: pa.Array) -> np.ndarray:
     if values.null_count:
         values = values.fill_null(0)
-    return values.to_numpy(zero_copy_only=False).astype(dtype.as_numpy_dtype, copy=False)
+    return values.to_numpy(zero_copy_only=False)
 
 
 def _unnest(column: pa.Array, levels: int) -> tuple[pa.Array, list[np.ndarray]]:
@@ -97,100 +131,150 @@ def _unnest(column: pa.Array, levels: int) -> tuple[pa.Array, list[np.ndarray]]:
     return column, splits
 
 
-def _join_strings(columns: Sequence[pa.Array]) -> tuple[bytes, np.ndarray]:
-    """Several string arrays as one bytes buffer and its offsets, one after another."""
+def _join_strings(columns: Sequence[pa.Array]) -> tuple[bytes, list[np.ndarray]]:
+    """Several string arrays as one bytes buffer, and the offsets of each array's strings in
+    it (`len + 1` each)."""
     parts = [_strings(c) for c in columns]
-    lengths = np.array([len(data) for data, _ in parts], np.int64)
-    bases = np.concatenate([[0], np.cumsum(lengths)])
-    offsets = [offs[:-1] + base for (_, offs), base in zip(parts, bases[:-1].tolist())]
-    offsets.append(bases[-1:])
-    return b"".join(data for data, _ in parts), np.concatenate(offsets)
+    base, offsets = 0, []
+    for data, offs in parts:
+        offsets.append(offs + base)
+        base += len(data)
+    return b"".join(data for data, _ in parts), offsets
+
+
+def _into_batches(out: np.ndarray, values: np.ndarray, batch_size: int) -> None:
+    """`values` (one column of a chunk) written into `out`, `[batches, batch_size]`, batch by
+    batch; the rows after the last are zeros."""
+    full, rest = divmod(len(values), batch_size)
+    out[:full] = values[: full * batch_size].reshape(full, batch_size)
+    if full < len(out):
+        out[full, :rest] = values[full * batch_size :]
+        out[full, rest:] = 0
 
 
 class _Group:
-    """Columns of one dtype and nesting carried together (`ragged_rank` 0: a matrix; 1: flat
-    values and a matrix of splits; deeper: one column alone)."""
+    """Columns of one dtype and nesting carried together (`ragged_rank` 0: a
+    `[batches, columns, batch_size]` array; 1: values batch by batch and their row splits;
+    deeper: one column alone)."""
 
-    def __init__(self, fields: Sequence[DataFrame.Field]):
+    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int):
         self.fields = list(fields)
         self.dtype = fields[0].dtype
         self.rank = fields[0].ragged_rank
+        self.batch_size = batch_size
 
     def signature(self) -> tuple:
+        k, size = len(self.fields), self.batch_size
+        strings = self.dtype == tf.string
+        if self.rank == 0:
+            if strings:  # the buffer; the starts and lengths of the strings
+                return (tf.TensorSpec([], tf.string), tf.TensorSpec([None, 2, k, size], tf.int64))
+            return (tf.TensorSpec([None, k, size], self.dtype),)
         values = (
-            (tf.TensorSpec([], tf.string), tf.TensorSpec([None], tf.int64))
-            if self.dtype == tf.string
+            (tf.TensorSpec([], tf.string), tf.TensorSpec([2, None], tf.int64))
+            if strings
             else (tf.TensorSpec([None], self.dtype),)
         )
-        k = len(self.fields)
-        if self.rank == 0:
-            splits = ()
-        elif self.rank == 1:
-            splits = (tf.TensorSpec([k, None], _SPLITS),)
-        else:
-            splits = tuple(tf.TensorSpec([None], _SPLITS) for _ in range(self.rank))
-        return values, splits
+        if self.rank == 1:  # the values; the splits of each batch; where each batch's values start
+            return values, tf.TensorSpec([None, k, size + 1], _SPLITS), tf.TensorSpec([None], tf.int64)
+        return values, tuple(tf.TensorSpec([None], _SPLITS) for _ in range(self.rank))
 
     def encode(self, batch: pa.RecordBatch) -> tuple:
         columns = [batch.column(f.name) for f in self.fields]
+        size, rows = self.batch_size, batch.num_rows
+        batches = -(-rows // size)
         if self.rank == 0:
-            flat, splits = columns, ()
-        elif self.rank == 1:
-            flat, offsets = [], []
-            base = 0
-            for column in columns:
-                values, (split,) = _unnest(column, 1)
-                flat.append(values)
-                offsets.append(split + base)
-                base += len(values)
-            splits = (np.stack(offsets) if offsets else np.zeros((0, 1), np.int64),)
-        else:
-            values, levels = _unnest(columns[0], self.rank)
-            flat, splits = [values], tuple(levels)
+            return self._scalars(columns, batches)
+        if self.rank == 1:
+            return self._lists(columns, rows, batches)
+        values, levels = _unnest(columns[0], self.rank)
         if self.dtype == tf.string:
-            return _join_strings(flat), splits
-        numbers = [_numbers(c, self.dtype) for c in flat]
-        return (numbers[0] if len(numbers) == 1 else np.concatenate(numbers),), splits
+            data, (offsets,) = _join_strings([values])
+            flat = (data, np.stack([offsets[:-1], np.diff(offsets)]))
+        else:
+            flat = (_numbers(values).astype(self.dtype.as_numpy_dtype, copy=False),)
+        return flat, tuple(levels)
 
-    def tensors(self, encoded: tuple, rows: tf.Tensor) -> tuple:
-        """The group's tensors for the whole chunk: scalars as a `[columns, rows]` matrix
-        (strings: the buffer and a matrix of their starts and lengths, cut into strings batch
-        by batch, so each string is made once)."""
-        values, splits = encoded
-        k = len(self.fields)
-        if self.dtype == tf.string:
-            data, offsets = values
-            if self.rank == 0:
-                bounds = tf.stack([offsets[:-1], offsets[1:] - offsets[:-1]])
-                return (data, tf.reshape(bounds, [2, k, rows])), splits
-            values = tf.strings.substr(data, offsets[:-1], offsets[1:] - offsets[:-1])
+    def _scalars(self, columns: Sequence[pa.Array], batches: int) -> tuple:
+        k, size = len(columns), self.batch_size
+        if self.dtype != tf.string:
+            out = _empty((batches, k, size), self.dtype.as_numpy_dtype)
+            for j, column in enumerate(columns):
+                _into_batches(out[:, j], _numbers(column), size)
+            return (out,)
+        bounds = _empty((batches, 2, k, size), np.int64)
+        parts, base = [], 0
+        for j, column in enumerate(columns):
+            data, starts, lengths = _string_pieces(column)
+            _into_batches(bounds[:, 0, j], starts + base, size)
+            _into_batches(bounds[:, 1, j], lengths, size)
+            parts.append(data)
+            base += len(data)
+        return b"".join(parts), bounds
+
+    def _lists(self, columns: Sequence[pa.Array], rows: int, batches: int) -> tuple:
+        k, size = len(columns), self.batch_size
+        flat, offsets = [], np.empty((k, batches * size + 1), np.int64)
+        for j, column in enumerate(columns):
+            values, (split,) = _unnest(column, 1)
+            flat.append(values)
+            offsets[j, : rows + 1] = split
+            offsets[j, rows + 1 :] = split[-1]  # the rows after the last: empty lists
+        splits = _empty((batches, k, size + 1), np.int64)
+        for b in range(batches):
+            window = offsets[:, b * size : (b + 1) * size + 1]
+            np.subtract(window, window[:, :1], out=splits[b])
+        # the values of batch b, column j: offsets[j, b * size] up to offsets[j, (b + 1) * size]
+        starts = offsets[:, : batches * size + 1 : size].T.tolist()  # [batches + 1][k]
+        bounds = np.zeros(batches + 1, np.int64)  # where each batch's values start
+        np.cumsum(splits[:, :, size].sum(axis=1), out=bounds[1:])
+        if self.dtype == tf.string:  # the start and length of each string value
+            data, string_offsets = _join_strings(flat)
+            sources = [[o[:-1] for o in string_offsets], [np.diff(o) for o in string_offsets]]
+            values = _empty((2, int(bounds[-1])), np.int64)
+            targets = [values[0], values[1]]
         else:
-            (values,) = values
+            sources = [[_numbers(v) for v in flat]]
+            values = _empty((int(bounds[-1]),), self.dtype.as_numpy_dtype)
+            targets = [values]
+        for b in range(batches):  # one copy per batch: its columns' values one after another
+            low, high = starts[b], starts[b + 1]
+            for target, source in zip(targets, sources):
+                pieces = [column[lo:hi] for column, lo, hi in zip(source, low, high)]
+                np.concatenate(pieces, out=target[bounds[b] : bounds[b + 1]], casting="unsafe")
+        return ((data, values) if self.dtype == tf.string else (values,)), splits, bounds
+
+    def tensors(self, encoded: tuple) -> tuple:
+        """The group's tensors for the whole chunk (list strings made)."""
         if self.rank == 0:
-            values = tf.reshape(values, [k, rows])
-        return values, splits
+            return encoded
+        values, *rest = encoded
+        if self.dtype == tf.string:
+            data, bounds = values
+            return (tf.strings.substr(data, bounds[0], bounds[1]), *rest)
+        return (values[0], *rest)
 
-    def cut(self, tensors: tuple, start: tf.Tensor, end: tf.Tensor) -> dict:
-        """Rows `[start, end)` of each of the group's columns."""
-        values, splits = tensors
+    def cut(self, tensors: tuple, index: tf.Tensor, rows: tf.Tensor) -> dict:
+        """Batch `index` (of `rows` rows) of each of the group's columns."""
         k = len(self.fields)
         names = [f.name for f in self.fields]
         if self.rank == 0:
             if self.dtype == tf.string:
-                data, bounds = values
-                piece = bounds[:, :, start:end]
-                values = tf.strings.substr(data, piece[0], piece[1])
-                return dict(zip(names, tf.unstack(values, num=k)))
-            return dict(zip(names, tf.unstack(values[:, start:end], num=k)))
+                data, bounds = tensors
+                piece = bounds[index][:, :, :rows]
+                starts, lengths = tf.unstack(piece[0], num=k), tf.unstack(piece[1], num=k)
+                return {n: tf.strings.substr(data, p, q) for n, p, q in zip(names, starts, lengths)}
+            else:
+                values = tensors[0][index][:, :rows]  # no copy but for a last, shorter batch
+            return dict(zip(names, tf.unstack(values, num=k)))
         if self.rank == 1:
-            piece = splits[0][:, start : end + 1]
-            lows, highs = tf.unstack(piece[:, 0], num=k), tf.unstack(piece[:, -1], num=k)
-            rebased = tf.unstack(piece - piece[:, :1], num=k)
-            return {
-                name: _Value(values[low:high], (s,))
-                for name, low, high, s in zip(names, lows, highs, rebased)
-            }
-        low, high, cut_splits = start, end, []
+            values, splits, bounds = tensors
+            piece = splits[index][:, : rows + 1]
+            parts = tf.split(values[bounds[index] : bounds[index + 1]], piece[:, -1], num=k)
+            return {name: _Value(part, (s,)) for name, part, s in zip(names, parts, tf.unstack(piece, num=k))}
+        values, splits = tensors
+        low = index * self.batch_size
+        high, cut_splits = low + rows, []
         for level in splits:
             piece = level[low : high + 1]
             low, high = piece[0], piece[-1]
@@ -199,15 +283,17 @@ class _Group:
 
 
 class Layout:
-    """How the fields of a chunk are grouped (see the module docstring)."""
+    """How the fields of a chunk are grouped (see the module docstring), for batches of
+    `batch_size` rows."""
 
-    def __init__(self, fields: Sequence[DataFrame.Field]):
+    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int):
         self.fields = list(fields)
+        self.batch_size = batch_size
         groups: dict[Any, list[DataFrame.Field]] = {}
         for field in fields:
             key = (field.dtype, field.ragged_rank) if field.ragged_rank <= 1 else field.name
             groups.setdefault(key, []).append(field)
-        self._groups = [_Group(g) for g in groups.values()]
+        self._groups = [_Group(g, batch_size) for g in groups.values()]
 
     def signature(self) -> dict:
         """The `output_signature` of a generator of `encode`d chunks."""
@@ -218,25 +304,35 @@ class Layout:
         return {"rows": np.int64(batch.num_rows), "groups": tuple(g.encode(batch) for g in self._groups)}
 
     def tensors(self, chunk: dict) -> dict:
-        """An encoded chunk's tensors (strings made, matrices shaped)."""
+        """An encoded chunk's tensors (list strings made)."""
         chunk = tf.nest.map_structure(tf.convert_to_tensor, chunk)
-        rows = chunk["rows"]
         return {
-            "rows": rows,
-            "groups": tuple(g.tensors(e, rows) for g, e in zip(self._groups, chunk["groups"])),
+            "rows": chunk["rows"],
+            "groups": tuple(g.tensors(e) for g, e in zip(self._groups, chunk["groups"])),
         }
 
-    def cut(self, chunk: dict, start: tf.Tensor, batch_size: int) -> dict:
-        """Rows `[start, start + batch_size)` of a chunk's tensors, as one batch (a dict of
-        tensors and `DataFrame.Value`s in the fields' order)."""
-        end = tf.minimum(start + batch_size, chunk["rows"])
+    def cut(self, chunk: dict, index: tf.Tensor) -> dict:
+        """Batch `index` of a chunk's tensors (a dict of tensors and `DataFrame.Value`s in the
+        fields' order)."""
+        rows = tf.minimum(chunk["rows"] - index * self.batch_size, self.batch_size)
         batch = {}
         for group, tensors in zip(self._groups, chunk["groups"]):
-            batch.update(group.cut(tensors, start, end))
+            batch.update(group.cut(tensors, index, rows))
         return {f.name: batch[f.name] for f in self.fields}
 
-    def batches(self, chunk: dict, batch_size: int) -> tf.data.Dataset:
-        """The batches of a chunk's tensors."""
-        return tf.data.Dataset.range(0, chunk["rows"], batch_size).map(
-            lambda start: self.cut(chunk, start, batch_size)
-        )
+    def batches(self, chunks: tf.data.Dataset) -> tf.data.Dataset:
+        """The batches of a dataset of `encode`d chunks.
+
+        Each chunk is paired with the index of each of its batches by a small function, and
+        the batches are cut by one `map` of the pipeline itself: a function that `flat_map`
+        nested (cutting inside the per-chunk dataset) is instantiated and optimized again
+        with each function enclosing it, each time an iterator is made (~0.2 s for 200
+        columns)."""
+
+        def indexed(chunk):
+            count = (chunk["rows"] + self.batch_size - 1) // self.batch_size
+            return tf.data.Dataset.zip(
+                tf.data.Dataset.from_tensors(chunk).repeat(), tf.data.Dataset.range(count)
+            )
+
+        return chunks.map(self.tensors).flat_map(indexed).map(self.cut)

@@ -56,7 +56,7 @@ class _TableFile:
 
     def __init__(self, path: str, file_format: str):
         filesystem, inner = _filesystem(path)
-        handle = filesystem.open_input_file(inner)
+        handle = self._handle = filesystem.open_input_file(inner)
         if file_format == "orc":
             self._orc = paorc.ORCFile(handle)
             self.schema_arrow = self._orc.schema
@@ -65,11 +65,45 @@ class _TableFile:
             self.schema_arrow = self._parquet.schema_arrow
         self._format = file_format
 
-    def iter_batches(self, batch_size: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    def dictionary_encoded(self, columns: Sequence[str]) -> list[str]:
+        """Those of `columns` (top-level) that every row group stores with a dictionary
+        holding at most half of the column's bytes: read through it, they skip making a
+        string per row. A dictionary as large as that is one of mostly distinct values, or
+        one that overflowed into plain pages (which pyarrow would then hash back into a
+        dictionary, slower than reading them plain)."""
+        if self._format != "parquet":
+            return []
+        metadata = self._parquet.metadata
+        paths = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+
+        def small(chunk) -> bool:
+            if chunk.physical_type != "BYTE_ARRAY" or not chunk.has_dictionary_page:
+                return False
+            if chunk.dictionary_page_offset is None:
+                return False
+            return 2 * (chunk.data_page_offset - chunk.dictionary_page_offset) <= chunk.total_compressed_size
+
+        return [
+            name
+            for name in columns
+            if name in paths
+            and all(small(metadata.row_group(g).column(paths[name])) for g in range(metadata.num_row_groups))
+        ]
+
+    def iter_batches(
+        self, batch_size: int, columns: list[str], dictionaries: Sequence[str] = ()
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of `columns`; those of `dictionaries` (string columns stored with a
+        dictionary) come as dictionary arrays: decoding skips making each row's string."""
         if self._format == "parquet":
             # pyarrow's decoding threads only help a process that may use more than one CPU
             threads = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
-            yield from self._parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=threads)
+            reader = self._parquet
+            if dictionaries:
+                reader = pq.ParquetFile(
+                    self._handle, metadata=reader.metadata, read_dictionary=list(dictionaries)
+                )
+            yield from reader.iter_batches(batch_size=batch_size, columns=columns, use_threads=threads)
             return
         for stripe in range(self._orc.nstripes):
             batch = self._orc.read_stripe(stripe, columns=columns)
@@ -137,7 +171,9 @@ def _chunks(
     file = _open(path.decode(), file_format)
     chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
     if dedup is None:
-        batches = file.iter_batches(batch_size=chunk, columns=list(names))
+        strings = [f.name for f in layout.fields if f.dtype == tf.string and f.ragged_rank == 0]
+        dictionaries = file.dictionary_encoded(strings)
+        batches = file.iter_batches(batch_size=chunk, columns=list(names), dictionaries=dictionaries)
     else:
         batches = (
             restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
@@ -240,7 +276,7 @@ class ParquetDataset:
         return self._finish(dataset.map(permute))
 
     def _read(self, batch_size: int) -> tf.data.Dataset:
-        layout = Layout(self.fields)
+        layout = Layout(self.fields, batch_size)
         read = functools.partial(
             _chunks,
             names=[f.name for f in self.fields],
@@ -250,14 +286,16 @@ class ParquetDataset:
             dedup=self._dedup,
         )
 
-        def batches(path):
-            chunks = tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
-            return chunks.flat_map(lambda chunk: layout.batches(layout.tensors(chunk), batch_size))
+        def chunks(path):
+            return tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
 
         if self._reads == 1:  # one file at a time: no reading threads to hand batches over
-            return self._files.flat_map(batches)
+            return layout.batches(self._files.flat_map(chunks))
         return self._files.interleave(
-            batches, cycle_length=self._reads, num_parallel_calls=self._reads, deterministic=True
+            lambda path: layout.batches(chunks(path)),
+            cycle_length=self._reads,
+            num_parallel_calls=self._reads,
+            deterministic=True,
         )
 
     def _finish(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
