@@ -39,7 +39,6 @@ import json
 import re
 from collections.abc import Mapping
 
-import farmhash
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,7 +46,7 @@ import pyarrow.compute as pc
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.arrow_types import is_list_type, list_lengths
 from beam_tensorize.kernels.features.conversion import is_hashed_ntv
-from beam_tensorize.kernels.features.hashing import canonical_strings, hash_buckets
+from beam_tensorize.kernels.features.hashing import canonical_strings, distinct_fingerprints, hash_buckets
 from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts, ntv_triples
 from beam_tensorize.kernels.features.vocab import uses_feature_list
 from beam_tensorize.kernels.provenance import source_of
@@ -240,22 +239,22 @@ class TensorStatistics:
                 dummies = column.null_count
             else:  # rows without any non-null value
                 dummies = len(column) - _rows_with_values(column)
-        counted = pc.value_counts(keys)
-        distinct = canonical_strings(counted.field("values"))  # what the hash functions read
-        counts = np.asarray(counted.field("counts"), np.int64)
-        if not len(distinct):
+        first = None
+        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
+            encoded, fingerprints = distinct_fingerprints(keys)  # the hashing step's, when cached
+            counts = np.bincount(np.asarray(encoded.indices, np.int64), minlength=len(fingerprints))
+            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
+            if self.loads is not None:
+                first = (fingerprints % np.uint64(n)).astype(np.int64)
+        else:
+            counted = pc.value_counts(keys)
+            distinct = canonical_strings(counted.field("values"))  # what the hash functions read
+            counts = np.asarray(counted.field("counts"), np.int64)
+            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2) if len(distinct) else None
+        if not len(counts):
             if self.loads is not None:
                 self.loads[n] += dummies * k
             return
-        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
-            fingerprints = np.fromiter(
-                map(farmhash.fingerprint64, distinct.to_pylist()), np.uint64, len(distinct)
-            )
-            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
-            first = (fingerprints % np.uint64(n)).astype(np.int64) if self.loads is not None else None
-        else:
-            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2)
-            first = None
         self.distinct.add(identity)
         if self.loads is None:
             return
