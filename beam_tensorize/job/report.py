@@ -6,6 +6,12 @@ train report of the same output, timings), then writes the page and the JSON, ea
 temporary name renamed into place. A run that fails earlier writes neither, and leaves the
 report of an earlier run as it was. See docs/report.md for the document.
 
+The page is drawn with matplotlib, whose import and first figure cost about a second. A job
+that writes one calls `start_page_renderer` when it starts: a child process imports matplotlib
+and draws a first page on another core while the job runs, and `write_report` (in the same
+process) hands it the document. Should the child fail, the page is rendered here instead (an
+error in the page then surfaces as it would without the child).
+
 Example:
     >>> import os, tempfile
     >>> out = tempfile.mkdtemp()
@@ -20,8 +26,13 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import posixpath
+import subprocess
+import sys
+import threading
 import time
 
 from beam_tensorize.job.files import read_text, write_text_atomically
@@ -35,6 +46,7 @@ __all__ = [
     "load_report",
     "rebuild_page",
     "report_paths",
+    "start_page_renderer",
     "write_report",
 ]
 
@@ -43,6 +55,78 @@ REPORT_FOLDER = "report"
 REPORT_FORMATS = ("none", "json", "html")
 #: The split other splits' reports are compared with.
 TRAIN_SPLIT = "trainingData"
+
+
+#: Seconds `write_report` waits for the page renderer before drawing the page itself.
+PAGE_RENDERER_TIMEOUT = 300.0
+
+
+class _PageRenderer:
+    """A child process rendering one page (`render.serve_one_page`), started ahead of time."""
+
+    def __init__(self):
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(package_root)  # the folder holding beam_tensorize
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "beam_tensorize.kernels.report.render"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+
+    def render(self, document: dict) -> str | None:
+        """The page, or None when the child failed (it has exited either way)."""
+        data = json.dumps(document, allow_nan=False).encode("utf-8")
+        try:
+            page, _ = self.process.communicate(data, timeout=PAGE_RENDERER_TIMEOUT)
+        except (OSError, subprocess.SubprocessError):
+            self.stop()
+            return None
+        return page.decode("utf-8") if self.process.returncode == 0 and page else None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+_renderer: _PageRenderer | None = None
+_renderer_lock = threading.Lock()
+
+
+def start_page_renderer() -> None:
+    """Start the page renderer of this process, unless one is waiting (see the module docstring)."""
+    global _renderer
+    with _renderer_lock:
+        if _renderer is None or _renderer.process.poll() is not None:
+            try:
+                _renderer = _PageRenderer()
+            except OSError:  # no child processes here: the page is drawn in-process
+                _renderer = None
+
+
+def _take_page_renderer() -> _PageRenderer | None:
+    global _renderer
+    with _renderer_lock:
+        renderer, _renderer = _renderer, None
+    return renderer
+
+
+@atexit.register
+def _stop_page_renderer() -> None:
+    renderer = _take_page_renderer()
+    if renderer is not None:
+        renderer.stop()
+
+
+def _render_page(document: dict) -> str:
+    """The page: by the page renderer when one was started, else (or when it fails) here."""
+    renderer = _take_page_renderer()
+    page = renderer.render(document) if renderer is not None else None
+    return render_html(document) if page is None else page
 
 
 def report_paths(out: str, split: str) -> tuple[str, str]:
@@ -96,7 +180,7 @@ def write_report(
     written = {"json": json_path}
     if report_format == "html":
         page_started = time.perf_counter()
-        page = render_html({**document, "timings": timings})
+        page = _render_page({**document, "timings": timings})
         timings["renderPage"] = time.perf_counter() - page_started
         write_text_atomically(html_path, page)
         written["html"] = html_path

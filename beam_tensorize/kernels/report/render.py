@@ -15,8 +15,9 @@ import base64
 import html
 import io
 import json
+import sys
 
-__all__ = ["render_html", "tensor_anchor"]
+__all__ = ["render_html", "serve_one_page", "tensor_anchor"]
 
 #: Resolution of the plots (pixels per inch).
 _DPI = 90
@@ -339,3 +340,30 @@ def render_html(report: dict) -> str:
         f'<section id="dead-letters"><h2>Bad rows by reason</h2>{letters_html}</section>'
         f"{sections}</main></body></html>\n"
     )
+
+
+#: Tensors with a plot of each common kind (the page renderer's warm-up).
+_WARM_UP = (
+    {"name": "n", "numeric": {"histogram": {"edges": [0.0, 1.0, 2.0], "counts": [1, 2]}}},
+    {"name": "c", "categorical": {"top": [{"value": "a", "count": 2}], "coverage": [{"k": 1, "share": 1.0}]}},
+)
+
+
+def serve_one_page(stdin=None, stdout=None) -> int:
+    """The page renderer's child process: import matplotlib and draw a first page while the job
+    runs, then render the report document read from `stdin` (JSON, until end of input) and write
+    the page to `stdout` (UTF-8). Empty input (the job needed no page): exits at once."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    for tensor in _WARM_UP:
+        _figure_png(tensor, None)
+    data = stdin.read()
+    if not data:
+        return 0
+    stdout.write(render_html(json.loads(data)).encode("utf-8"))
+    stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve_one_page())
