@@ -122,7 +122,7 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
     if panel == "numeric":
         hist = tensor["numeric"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#3e7cb1", edgecolor="white")
-        ax.set_title("values")
+        ax.set_title("values", y=1.0)
     elif panel == "drift":
         hist = drift["histograms"]
         total_a, total_b = sum(hist["train"]) or 1, sum(hist["current"]) or 1
@@ -138,7 +138,7 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
             label="this split",
         )
         ax.legend(frameon=False, fontsize=8)
-        ax.set_title(f"{drift['compared']} vs train (share)")
+        ax.set_title(f"{drift['compared']} vs train (share)", y=1.0)
     elif panel == "coverage":
         points = tensor["categorical"]["coverage"]
         ax.plot([p["k"] for p in points], [p["share"] for p in points], marker="o", color="#3e7cb1")
@@ -147,17 +147,17 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
         ax.set_xticks(ticks, [str(k) for k in ticks])  # plain labels (no mathtext)
         ax.minorticks_off()
         ax.set_ylim(0, 1.02)
-        ax.set_title("coverage by top k")
+        ax.set_title("coverage by top k", y=1.0)
         ax.set_xlabel("k")
     elif panel == "load":
         hist = tensor["hashing"]["load"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#c17c2f", edgecolor="white")
-        ax.set_title("bucket load (occurrences per bucket)")
+        ax.set_title("bucket load (occurrences per bucket)", y=1.0)
         ax.set_ylabel("buckets")
     elif panel == "lengths":
         hist = tensor["lengths"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#6b9f5a", edgecolor="white")
-        ax.set_title("values per row")
+        ax.set_title("values per row", y=1.0)
     ax.spines[["top", "right"]].set_visible(False)
 
 
