@@ -8,8 +8,9 @@ report of an earlier run as it was. See docs/report.md for the document.
 
 The page is drawn with matplotlib, whose import and first figure cost about a second. A job
 that writes one calls `start_page_renderer` when it starts: a child process imports matplotlib
-and draws a first page on another core while the job runs, and `write_report` (in the same
-process) hands it the document. Should the child fail, the page is rendered here instead (an
+and draws a first plot on another core while the job runs; the statistics step sends it the
+tensors' entries as soon as they are complete (`draw_page_figures_ahead`), and `write_report`
+(in the same process) hands it the document. Should the child fail, the page is rendered here instead (an
 error in the page then surfaces as it would without the child).
 
 Example:
@@ -27,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import posixpath
@@ -43,6 +45,7 @@ __all__ = [
     "REPORT_FOLDER",
     "REPORT_FORMATS",
     "TRAIN_SPLIT",
+    "draw_page_figures_ahead",
     "load_report",
     "rebuild_page",
     "report_paths",
@@ -76,13 +79,32 @@ class _PageRenderer:
             stderr=subprocess.DEVNULL,
             env=env,
         )
+        self._writer: threading.Thread | None = None
+
+    def draw_ahead(self, tensors: list[dict]) -> None:
+        """Send the tensors' entries, whose plots the child draws while the job ends (written by
+        a thread: the child reads once it has imported matplotlib)."""
+        data = (json.dumps({"figures": tensors}, allow_nan=False) + "\n").encode("utf-8")
+        previous = self._writer
+
+        def write():
+            if previous is not None:
+                previous.join()
+            with contextlib.suppress(OSError):
+                self.process.stdin.write(data)
+                self.process.stdin.flush()
+
+        self._writer = threading.Thread(target=write, name="page-renderer-input", daemon=True)
+        self._writer.start()
 
     def render(self, document: dict) -> str | None:
         """The page, or None when the child failed (it has exited either way)."""
-        data = json.dumps(document, allow_nan=False).encode("utf-8")
+        data = (json.dumps({"page": document}, allow_nan=False) + "\n").encode("utf-8")
         try:
+            if self._writer is not None:
+                self._writer.join(PAGE_RENDERER_TIMEOUT)
             page, _ = self.process.communicate(data, timeout=PAGE_RENDERER_TIMEOUT)
-        except (OSError, subprocess.SubprocessError):
+        except (OSError, ValueError, subprocess.SubprocessError):
             self.stop()
             return None
         return page.decode("utf-8") if self.process.returncode == 0 and page else None
@@ -106,6 +128,16 @@ def start_page_renderer() -> None:
                 _renderer = _PageRenderer()
             except OSError:  # no child processes here: the page is drawn in-process
                 _renderer = None
+
+
+def draw_page_figures_ahead(tensors: list[dict]) -> None:
+    """Have this process's page renderer, if one is waiting, draw the plots of these report
+    entries now (the statistics are complete before the job's last steps are)."""
+    with _renderer_lock:
+        renderer = _renderer
+    if renderer is not None:
+        with contextlib.suppress(TypeError, ValueError):  # not JSON: drawn with the page
+            renderer.draw_ahead(tensors)
 
 
 def _take_page_renderer() -> _PageRenderer | None:

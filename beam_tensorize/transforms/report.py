@@ -12,7 +12,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import dead_letter_json
-from beam_tensorize.job.report import start_page_renderer
+from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer
 from beam_tensorize.kernels.features.vocab import split_term_only, vocab_array
 from beam_tensorize.kernels.report.statistics import Statistics
 
@@ -38,7 +38,8 @@ class ComputeStatistics(beam.PTransform):
         dead_letters: optional PCollection of dead-letter dicts (`{"source", "reason", ...}`),
             counted per file and grouped by reason.
         prepare_page: the job writes the HTML page (`write_report`, in the same process): the
-            step starts the page renderer when it sets up (`start_page_renderer`).
+            step starts the page renderer when it sets up (`start_page_renderer`) and sends it
+            the tensors' entries once they are complete (`draw_page_figures_ahead`).
 
     Example:
         >>> import apache_beam as beam
@@ -77,7 +78,7 @@ class ComputeStatistics(beam.PTransform):
         return (
             tuple(parts)
             | "AllStatistics" >> beam.Flatten()
-            | "MergeStatistics" >> beam.CombineGlobally(_MergeStatisticsFn(self._config))
+            | "MergeStatistics" >> beam.CombineGlobally(_MergeStatisticsFn(self._config, self._prepare_page))
         )
 
 
@@ -134,8 +135,9 @@ class _DeadLetterStatisticsFn(_BundleStatisticsFn):
 
 
 class _MergeStatisticsFn(beam.CombineFn):
-    def __init__(self, config: TensorizeConfig):
+    def __init__(self, config: TensorizeConfig, prepare_page: bool = False):
         self._config = config
+        self._prepare_page = prepare_page
 
     def create_accumulator(self):
         return None
@@ -157,4 +159,6 @@ class _MergeStatisticsFn(beam.CombineFn):
         if stats.first_batch is not None:
             document["timings"]["readAndExtract"] = stats.last_batch - stats.first_batch
             document["timings"]["lastBatchAt"] = stats.last_batch  # for the stages after it
+        if self._prepare_page:
+            draw_page_figures_ahead(document["tensors"])
         return document

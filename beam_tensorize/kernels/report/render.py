@@ -17,7 +17,7 @@ import io
 import json
 import sys
 
-__all__ = ["render_html", "serve_one_page", "tensor_anchor"]
+__all__ = ["draw_figures", "render_html", "serve_one_page", "tensor_anchor"]
 
 #: Resolution of the plots (pixels per inch).
 _DPI = 90
@@ -216,7 +216,11 @@ def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
     return facts
 
 
-def _tensor_section(tensor: dict, drift: dict | None) -> str:
+def _figure_key(tensor: dict, drift: dict | None) -> str:
+    return json.dumps([tensor, drift], sort_keys=True)
+
+
+def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -> str:
     name = tensor["name"]
     facts = "".join(
         f'<div class="card"><span class="muted">{k}</span><b>{v}</b></div>' for k, v in _tensor_facts(tensor)
@@ -239,7 +243,9 @@ def _tensor_section(tensor: dict, drift: dict | None) -> str:
             for t in categories["top"]
         )
         top = f'<div class="top"><div class="muted">top {len(categories["top"])} entries</div>{bars}</div>'
-    image = _figure_png(tensor, drift)
+    image = figures.get(_figure_key(tensor, drift))
+    if image is None:
+        image = _figure_png(tensor, drift)
     empty = html.escape(tensor.get("notSummarized", "nothing to plot"))
     plot = f'<div class="plot">{image}</div>' if image else f'<p class="muted">{empty}</p>'
     dtype = html.escape(f"{tensor.get('dtype', '')} {tensor.get('shape', '')}")
@@ -250,8 +256,10 @@ def _tensor_section(tensor: dict, drift: dict | None) -> str:
     )
 
 
-def render_html(report: dict) -> str:
-    """The report page of a report document (see docs/report.md)."""
+def render_html(report: dict, figures: dict[str, str] | None = None) -> str:
+    """The report page of a report document (see docs/report.md); `figures`: plots drawn
+    beforehand (`draw_figures`), used where their tensor and drift are the same."""
+    figures = figures or {}
     split = report.get("split", "")
     drift = report.get("drift") or {}
     drift_of = {t["name"]: t for t in drift.get("tensors", [])}
@@ -328,7 +336,9 @@ def render_html(report: dict) -> str:
             )
             + "</p>"
         )
-    sections = "".join(_tensor_section(t, drift_of.get(t["name"])) for t in report.get("tensors", []))
+    sections = "".join(
+        _tensor_section(t, drift_of.get(t["name"]), figures) for t in report.get("tensors", [])
+    )
     title = f"Run report: {html.escape(split)}"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -342,6 +352,14 @@ def render_html(report: dict) -> str:
     )
 
 
+def draw_figures(tensors: list[dict], drift: dict | None = None) -> dict[str, str]:
+    """The plots of `tensors` (report entries) for `render_html(..., figures=)`."""
+    drift_of = {t["name"]: t for t in (drift or {}).get("tensors", [])}
+    return {
+        _figure_key(t, drift_of.get(t["name"])): _figure_png(t, drift_of.get(t["name"])) for t in tensors
+    }
+
+
 #: Tensors with a plot of each common kind (the page renderer's warm-up).
 _WARM_UP = (
     {"name": "n", "numeric": {"histogram": {"edges": [0.0, 1.0, 2.0], "counts": [1, 2]}}},
@@ -350,18 +368,23 @@ _WARM_UP = (
 
 
 def serve_one_page(stdin=None, stdout=None) -> int:
-    """The page renderer's child process: import matplotlib and draw a first page while the job
-    runs, then render the report document read from `stdin` (JSON, until end of input) and write
-    the page to `stdout` (UTF-8). Empty input (the job needed no page): exits at once."""
+    """The page renderer's child process: import matplotlib and draw a first plot while the job
+    runs; then read lines of JSON from `stdin`: `{"figures": [tensor, ...]}` draws those plots
+    ahead (the statistics are known before the job's last steps end), `{"page": document}`
+    renders the page (with the plots drawn ahead where they still apply), writes it to `stdout`
+    (UTF-8) and ends. End of input without a page: ends at once."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    for tensor in _WARM_UP:
-        _figure_png(tensor, None)
-    data = stdin.read()
-    if not data:
-        return 0
-    stdout.write(render_html(json.loads(data)).encode("utf-8"))
-    stdout.flush()
+    draw_figures(list(_WARM_UP))
+    figures: dict[str, str] = {}
+    for line in stdin:
+        message = json.loads(line)
+        if "figures" in message:
+            figures.update(draw_figures(message["figures"]))
+        elif "page" in message:
+            stdout.write(render_html(message["page"], figures).encode("utf-8"))
+            stdout.flush()
+            break
     return 0
 
 
