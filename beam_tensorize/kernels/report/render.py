@@ -12,9 +12,11 @@ Example:
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import json
+import os
 import sys
 
 __all__ = ["draw_figures", "render_html", "serve_one_page", "tensor_anchor"]
@@ -360,6 +362,8 @@ def draw_figures(tensors: list[dict], drift: dict | None = None) -> dict[str, st
     }
 
 
+#: How much the page renderer lowers its priority (`os.nice`).
+_NICENESS = 10
 #: Tensors with a plot of each common kind (the page renderer's warm-up).
 _WARM_UP = (
     {"name": "n", "numeric": {"histogram": {"edges": [0.0, 1.0, 2.0], "counts": [1, 2]}}},
@@ -372,7 +376,10 @@ def serve_one_page(stdin=None, stdout=None) -> int:
     runs; then read lines of JSON from `stdin`: `{"figures": [tensor, ...]}` draws those plots
     ahead (the statistics are known before the job's last steps end), `{"page": document}`
     renders the page (with the plots drawn ahead where they still apply), writes it to `stdout`
-    (UTF-8) and ends. End of input without a page: ends at once."""
+    (UTF-8) and ends. End of input without a page: ends at once. It runs at a lower priority
+    than the job: on a busy machine the job keeps its share of the processors."""
+    with contextlib.suppress(AttributeError, OSError):  # os.nice: Unix only
+        os.nice(_NICENESS)
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     draw_figures(list(_WARM_UP))
