@@ -69,7 +69,10 @@ class ComputeStatistics(beam.PTransform):
 
     def expand(self, batches):
         lists = () if self._lists is None else (beam.pvalue.AsSingleton(self._lists),)
-        parts = [batches | "BatchStatistics" >> beam.ParDo(_BatchStatisticsFn(self._config, self._prepare_page), *lists)]
+        parts = [
+            batches
+            | "BatchStatistics" >> beam.ParDo(_BatchStatisticsFn(self._config, self._prepare_page), *lists)
+        ]
         if self._dead_letters is not None:
             parts.append(
                 self._dead_letters

@@ -511,7 +511,9 @@ def distinct_fingerprints(values: pa.Array) -> tuple[pa.DictionaryArray, np.ndar
             return encoded, fingerprints
     encoded = pc.dictionary_encode(values)
     keys = _as_binary(canonical_strings(encoded.dictionary))
-    fingerprints = np.fromiter(map(farmhash.fingerprint64, keys.to_pylist()), dtype=np.uint64, count=len(keys))
+    fingerprints = np.fromiter(
+        map(farmhash.fingerprint64, keys.to_pylist()), dtype=np.uint64, count=len(keys)
+    )
     with _RECENT_LOCK:
         _RECENT_FINGERPRINTS.append((values, encoded, fingerprints))
     return encoded, fingerprints

@@ -357,9 +357,7 @@ def render_html(report: dict, figures: dict[str, str] | None = None) -> str:
 def draw_figures(tensors: list[dict], drift: dict | None = None) -> dict[str, str]:
     """The plots of `tensors` (report entries) for `render_html(..., figures=)`."""
     drift_of = {t["name"]: t for t in (drift or {}).get("tensors", [])}
-    return {
-        _figure_key(t, drift_of.get(t["name"])): _figure_png(t, drift_of.get(t["name"])) for t in tensors
-    }
+    return {_figure_key(t, drift_of.get(t["name"])): _figure_png(t, drift_of.get(t["name"])) for t in tensors}
 
 
 #: How much the page renderer lowers its priority (`os.nice`).

@@ -12,8 +12,10 @@
 
 It is filled from the batches *before* hashing and feature-list lookup (what `ExtractFeatures`
 gives): the statistics describe the values people recognise (strings, NTV `name,term`
-entries), and hashed tensors are hashed again here (distinct values only) with the job's hash
-functions. `describe` turns it into the report's JSON document (see docs/report.md).
+entries), and hashed tensors are hashed with the job's hash functions (distinct values only;
+with one fingerprint function, the default, the FarmHash fingerprints the hashing step computed
+for the same batch are reused, see `hashing.distinct_fingerprints`). `describe` turns it into
+the report's JSON document (see docs/report.md).
 
 Example:
     >>> import pyarrow as pa
