@@ -1,5 +1,5 @@
 """The run report as one self-contained HTML page: an overview, then one section per tensor with
-its plots (inline SVG drawn with matplotlib; no script, no network).
+its plots (inline PNG drawn with matplotlib; no script, no network).
 
 Example:
     >>> page = render_html({"split": "trainingData", "rowsRead": 2, "rowsWritten": 2, "badRows": 0,
