@@ -178,3 +178,45 @@ def test_a_validation_run_shows_drift_against_the_train_report_and_the_page_rebu
     assert text.count('<section class="tensor"') == len(report["tensors"]) and "drift" in text
     assert report_cli.main([str(tmp_path / "nothing")]) == 2
     assert "error: no run report in" in capsys.readouterr().err
+
+
+def test_the_page_renderer_draws_the_page_drawn_in_process_and_a_failed_one_is_replaced(tmp_path):
+    from beam_tensorize.job import report as job_report
+    from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer, write_report
+
+    config = parse_config(GENERATED_CONFIG)
+    stats = Statistics(config)
+    for batch in generated_table().slice(0, 3000).to_batches(max_chunksize=1000):
+        stats.add_batch(batch)
+    document = {**stats.describe(), "timings": {"statistics": 0.0}}
+    # Plots drawn ahead for other statistics (say a merge that changed) are not used.
+    changed = json.loads(json.dumps(document["tensors"]))
+    for tensor in changed:
+        tensor["rows"] += 1
+        for key in ("numeric", "lengths"):
+            if "histogram" in tensor.get(key, {}):
+                tensor[key]["histogram"]["counts"][0] += 1
+    pages = {}
+    for how, ahead in [
+        ("in-process", None),
+        ("renderer", None),
+        ("renderer, plots drawn ahead", document["tensors"]),
+        ("renderer, other plots drawn ahead", changed),
+        ("failed renderer", None),
+    ]:
+        renderer = None
+        if how != "in-process":
+            start_page_renderer()
+            renderer = job_report._renderer
+            if how == "failed renderer":
+                renderer.stop()
+            if ahead is not None:
+                draw_page_figures_ahead(ahead)
+        out = str(tmp_path / str(len(pages)))
+        written = write_report(document, out, "trainingData", "train", "html")
+        pages[how] = open(written["html"]).read()
+        assert job_report._renderer is None  # taken by this report
+        if renderer is not None and how != "failed renderer":
+            assert renderer.process.returncode == 0  # it drew the page and exited
+    assert len(set(pages.values())) == 1, [how for how, page in pages.items() if page != pages["in-process"]]
+    assert pages["in-process"].count('src="data:image/png;base64,') == len(document["tensors"])

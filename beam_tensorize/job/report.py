@@ -6,6 +6,13 @@ train report of the same output, timings), then writes the page and the JSON, ea
 temporary name renamed into place. A run that fails earlier writes neither, and leaves the
 report of an earlier run as it was. See docs/report.md for the document.
 
+The page is drawn with matplotlib, whose import and first figure cost about a second. A job
+that writes one calls `start_page_renderer` when it starts: a child process imports matplotlib
+and draws a first plot on another core while the job runs; the statistics step sends it the
+tensors' entries as soon as they are complete (`draw_page_figures_ahead`), and `write_report`
+(in the same process) hands it the document. Should the child fail, the page is rendered here instead (an
+error in the page then surfaces as it would without the child).
+
 Example:
     >>> import os, tempfile
     >>> out = tempfile.mkdtemp()
@@ -20,8 +27,14 @@ Example:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
+import os
 import posixpath
+import subprocess
+import sys
+import threading
 import time
 
 from beam_tensorize.job.files import read_text, write_text_atomically
@@ -32,9 +45,11 @@ __all__ = [
     "REPORT_FOLDER",
     "REPORT_FORMATS",
     "TRAIN_SPLIT",
+    "draw_page_figures_ahead",
     "load_report",
     "rebuild_page",
     "report_paths",
+    "start_page_renderer",
     "write_report",
 ]
 
@@ -43,6 +58,107 @@ REPORT_FOLDER = "report"
 REPORT_FORMATS = ("none", "json", "html")
 #: The split other splits' reports are compared with.
 TRAIN_SPLIT = "trainingData"
+
+
+#: Seconds `write_report` waits for the page renderer before drawing the page itself.
+PAGE_RENDERER_TIMEOUT = 300.0
+
+
+class _PageRenderer:
+    """A child process rendering one page (`render.serve_one_page`), started ahead of time."""
+
+    def __init__(self):
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(package_root)  # the folder holding beam_tensorize
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "beam_tensorize.kernels.report.render"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self._writer: threading.Thread | None = None
+
+    def draw_ahead(self, tensors: list[dict]) -> None:
+        """Send the tensors' entries, whose plots the child draws while the job ends (written by
+        a thread: the child reads once it has imported matplotlib)."""
+        data = (json.dumps({"figures": tensors}, allow_nan=False) + "\n").encode("utf-8")
+        previous = self._writer
+
+        def write():
+            if previous is not None:
+                previous.join()
+            with contextlib.suppress(OSError):
+                self.process.stdin.write(data)
+                self.process.stdin.flush()
+
+        self._writer = threading.Thread(target=write, name="page-renderer-input", daemon=True)
+        self._writer.start()
+
+    def render(self, document: dict) -> str | None:
+        """The page, or None when the child failed (it has exited either way)."""
+        data = (json.dumps({"page": document}, allow_nan=False) + "\n").encode("utf-8")
+        try:
+            if self._writer is not None:
+                self._writer.join(PAGE_RENDERER_TIMEOUT)
+            page, _ = self.process.communicate(data, timeout=PAGE_RENDERER_TIMEOUT)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            self.stop()
+            return None
+        return page.decode("utf-8") if self.process.returncode == 0 and page else None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+_renderer: _PageRenderer | None = None
+_renderer_lock = threading.Lock()
+
+
+def start_page_renderer() -> None:
+    """Start the page renderer of this process, unless one is waiting (see the module docstring)."""
+    global _renderer
+    with _renderer_lock:
+        if _renderer is None or _renderer.process.poll() is not None:
+            try:
+                _renderer = _PageRenderer()
+            except OSError:  # no child processes here: the page is drawn in-process
+                _renderer = None
+
+
+def draw_page_figures_ahead(tensors: list[dict]) -> None:
+    """Have this process's page renderer, if one is waiting, draw the plots of these report
+    entries now (the statistics are complete before the job's last steps are)."""
+    with _renderer_lock:
+        renderer = _renderer
+    if renderer is not None:
+        with contextlib.suppress(TypeError, ValueError):  # not JSON: drawn with the page
+            renderer.draw_ahead(tensors)
+
+
+def _take_page_renderer() -> _PageRenderer | None:
+    global _renderer
+    with _renderer_lock:
+        renderer, _renderer = _renderer, None
+    return renderer
+
+
+@atexit.register
+def _stop_page_renderer() -> None:
+    renderer = _take_page_renderer()
+    if renderer is not None:
+        renderer.stop()
+
+
+def _render_page(document: dict) -> str:
+    """The page: by the page renderer when one was started, else (or when it fails) here."""
+    renderer = _take_page_renderer()
+    page = renderer.render(document) if renderer is not None else None
+    return render_html(document) if page is None else page
 
 
 def report_paths(out: str, split: str) -> tuple[str, str]:
@@ -96,7 +212,7 @@ def write_report(
     written = {"json": json_path}
     if report_format == "html":
         page_started = time.perf_counter()
-        page = render_html({**document, "timings": timings})
+        page = _render_page({**document, "timings": timings})
         timings["renderPage"] = time.perf_counter() - page_started
         write_text_atomically(html_path, page)
         written["html"] = html_path

@@ -12,6 +12,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import dead_letter_json
+from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer
 from beam_tensorize.kernels.features.vocab import split_term_only, vocab_array
 from beam_tensorize.kernels.report.statistics import Statistics
 
@@ -36,6 +37,9 @@ class ComputeStatistics(beam.PTransform):
             their tensor's list are counted (`featureList.unknownShare`).
         dead_letters: optional PCollection of dead-letter dicts (`{"source", "reason", ...}`),
             counted per file and grouped by reason.
+        prepare_page: the job writes the HTML page (`write_report`, in the same process): the
+            step starts the page renderer when it sets up (`start_page_renderer`) and sends it
+            the tensors' entries once they are complete (`draw_page_figures_ahead`).
 
     Example:
         >>> import apache_beam as beam
@@ -50,9 +54,10 @@ class ComputeStatistics(beam.PTransform):
         300 251.0
     """
 
-    def __init__(self, config: TensorizeConfig, feature_lists=None, dead_letters=None):
+    def __init__(self, config: TensorizeConfig, feature_lists=None, dead_letters=None, prepare_page=False):
         super().__init__()
         self._config = config
+        self._prepare_page = prepare_page
         self._lists = feature_lists
         self._dead_letters = dead_letters
 
@@ -64,7 +69,10 @@ class ComputeStatistics(beam.PTransform):
 
     def expand(self, batches):
         lists = () if self._lists is None else (beam.pvalue.AsSingleton(self._lists),)
-        parts = [batches | "BatchStatistics" >> beam.ParDo(_BatchStatisticsFn(self._config), *lists)]
+        parts = [
+            batches
+            | "BatchStatistics" >> beam.ParDo(_BatchStatisticsFn(self._config, self._prepare_page), *lists)
+        ]
         if self._dead_letters is not None:
             parts.append(
                 self._dead_letters
@@ -73,7 +81,7 @@ class ComputeStatistics(beam.PTransform):
         return (
             tuple(parts)
             | "AllStatistics" >> beam.Flatten()
-            | "MergeStatistics" >> beam.CombineGlobally(_MergeStatisticsFn(self._config))
+            | "MergeStatistics" >> beam.CombineGlobally(_MergeStatisticsFn(self._config, self._prepare_page))
         )
 
 
@@ -99,7 +107,13 @@ class _BundleStatisticsFn(beam.DoFn):
 
 
 class _BatchStatisticsFn(_BundleStatisticsFn):
+    def __init__(self, config: TensorizeConfig, prepare_page: bool = False):
+        super().__init__(config)
+        self._prepare_page = prepare_page
+
     def setup(self):
+        if self._prepare_page:
+            start_page_renderer()
         self._seen = None
         self._vocabularies: dict[str, pa.Array] = {}
 
@@ -124,8 +138,9 @@ class _DeadLetterStatisticsFn(_BundleStatisticsFn):
 
 
 class _MergeStatisticsFn(beam.CombineFn):
-    def __init__(self, config: TensorizeConfig):
+    def __init__(self, config: TensorizeConfig, prepare_page: bool = False):
         self._config = config
+        self._prepare_page = prepare_page
 
     def create_accumulator(self):
         return None
@@ -147,4 +162,6 @@ class _MergeStatisticsFn(beam.CombineFn):
         if stats.first_batch is not None:
             document["timings"]["readAndExtract"] = stats.last_batch - stats.first_batch
             document["timings"]["lastBatchAt"] = stats.last_batch  # for the stages after it
+        if self._prepare_page:
+            draw_page_figures_ahead(document["tensors"])
         return document

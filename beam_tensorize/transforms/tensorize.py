@@ -418,7 +418,9 @@ class Tensorize(beam.PTransform):
         if spec.report != "none":
             # The statistics of the extracted batches (before hashing and feature lists), the
             # report written once the data and the metadata are committed, before _SUCCESS.
-            statistics = extracted | "ComputeStatistics" >> ComputeStatistics(config, lists, dead_letters)
+            statistics = extracted | "ComputeStatistics" >> ComputeStatistics(
+                config, lists, dead_letters, prepare_page=spec.report == "html"
+            )
             written_report = metadata | "WriteReport" >> beam.Map(
                 _write_report_after,
                 beam.pvalue.AsSingleton(statistics),

@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
+from collections import deque
 from collections.abc import Sequence
 
 import farmhash
@@ -85,6 +87,7 @@ __all__ = [
     "HashFunction",
     "avro2tf_salt",
     "canonical_strings",
+    "distinct_fingerprints",
     "hash_buckets",
     "hash_column",
     "hash_ntv",
@@ -463,6 +466,10 @@ def _hash_distinct(values: pa.Array, hash_info: HashInfo) -> np.ndarray:
     k = hash_info.num_hash_functions
     if len(values) == 0:
         return np.zeros((0, k), dtype=np.int64)
+    if k == 1 and hash_info.hash_function == "fingerprint" and not pa.types.is_dictionary(values.type):
+        encoded, fingerprints = distinct_fingerprints(values)
+        ids = (fingerprints % _U64(hash_info.hash_bucket_size)).astype(np.int64)
+        return ids[np.asarray(encoded.indices, dtype=np.int64)].reshape(-1, 1)
     if pa.types.is_dictionary(values.type) and not values.dictionary.null_count:
         encoded = values
     else:
@@ -474,6 +481,42 @@ def _hash_distinct(values: pa.Array, hash_info: HashInfo) -> np.ndarray:
     for j in range(k):
         table[:, j] = hash_buckets(keys, hash_info.hash_bucket_size, j, k, hash_info.hash_function)
     return table[np.asarray(encoded.indices, dtype=np.int64)]
+
+
+#: The last few `distinct_fingerprints` results (values, encoded, fingerprints).
+_RECENT_FINGERPRINTS: deque = deque(maxlen=8)
+_RECENT_LOCK = threading.Lock()
+
+
+def distinct_fingerprints(values: pa.Array) -> tuple[pa.DictionaryArray, np.ndarray]:
+    """`values` dictionary-encoded, and the FarmHash Fingerprint64 (what one fingerprint hash
+    function reduces modulo the bucket count) of each dictionary entry's canonical string.
+
+    Args:
+        values: flat values without nulls, not dictionary-encoded.
+
+    Returns:
+        ``(encoded, fingerprints)``: ``encoded.dictionary`` the distinct values in order of first
+        occurrence, ``fingerprints`` uint64, one per distinct value.
+
+    The results of the last few calls are kept and given again for values equal to theirs
+    (compared by content): the hashing step and the run report's statistics both ask for the
+    same batch's values, which are then hashed once.
+    """
+    values = _combine(values)
+    with _RECENT_LOCK:
+        recent = list(_RECENT_FINGERPRINTS)
+    for seen, encoded, fingerprints in recent:
+        if seen is values or (len(seen) == len(values) and seen.type == values.type and seen.equals(values)):
+            return encoded, fingerprints
+    encoded = pc.dictionary_encode(values)
+    keys = _as_binary(canonical_strings(encoded.dictionary))
+    fingerprints = np.fromiter(
+        map(farmhash.fingerprint64, keys.to_pylist()), dtype=np.uint64, count=len(keys)
+    )
+    with _RECENT_LOCK:
+        _RECENT_FINGERPRINTS.append((values, encoded, fingerprints))
+    return encoded, fingerprints
 
 
 def _combine(arr):

@@ -1,5 +1,5 @@
 """The run report as one self-contained HTML page: an overview, then one section per tensor with
-its plots (inline SVG drawn with matplotlib; no script, no network).
+its plots (inline PNG drawn with matplotlib; no script, no network).
 
 Example:
     >>> page = render_html({"split": "trainingData", "rowsRead": 2, "rowsWritten": 2, "badRows": 0,
@@ -12,11 +12,14 @@ Example:
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import json
+import os
+import sys
 
-__all__ = ["render_html", "tensor_anchor"]
+__all__ = ["draw_figures", "render_html", "serve_one_page", "tensor_anchor"]
 
 #: Resolution of the plots (pixels per inch).
 _DPI = 90
@@ -121,7 +124,7 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
     if panel == "numeric":
         hist = tensor["numeric"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#3e7cb1", edgecolor="white")
-        ax.set_title("values")
+        ax.set_title("values", y=1.0)
     elif panel == "drift":
         hist = drift["histograms"]
         total_a, total_b = sum(hist["train"]) or 1, sum(hist["current"]) or 1
@@ -137,7 +140,7 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
             label="this split",
         )
         ax.legend(frameon=False, fontsize=8)
-        ax.set_title(f"{drift['compared']} vs train (share)")
+        ax.set_title(f"{drift['compared']} vs train (share)", y=1.0)
     elif panel == "coverage":
         points = tensor["categorical"]["coverage"]
         ax.plot([p["k"] for p in points], [p["share"] for p in points], marker="o", color="#3e7cb1")
@@ -146,17 +149,17 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
         ax.set_xticks(ticks, [str(k) for k in ticks])  # plain labels (no mathtext)
         ax.minorticks_off()
         ax.set_ylim(0, 1.02)
-        ax.set_title("coverage by top k")
+        ax.set_title("coverage by top k", y=1.0)
         ax.set_xlabel("k")
     elif panel == "load":
         hist = tensor["hashing"]["load"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#c17c2f", edgecolor="white")
-        ax.set_title("bucket load (occurrences per bucket)")
+        ax.set_title("bucket load (occurrences per bucket)", y=1.0)
         ax.set_ylabel("buckets")
     elif panel == "lengths":
         hist = tensor["lengths"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#6b9f5a", edgecolor="white")
-        ax.set_title("values per row")
+        ax.set_title("values per row", y=1.0)
     ax.spines[["top", "right"]].set_visible(False)
 
 
@@ -215,7 +218,11 @@ def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
     return facts
 
 
-def _tensor_section(tensor: dict, drift: dict | None) -> str:
+def _figure_key(tensor: dict, drift: dict | None) -> str:
+    return json.dumps([tensor, drift], sort_keys=True)
+
+
+def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -> str:
     name = tensor["name"]
     facts = "".join(
         f'<div class="card"><span class="muted">{k}</span><b>{v}</b></div>' for k, v in _tensor_facts(tensor)
@@ -238,7 +245,9 @@ def _tensor_section(tensor: dict, drift: dict | None) -> str:
             for t in categories["top"]
         )
         top = f'<div class="top"><div class="muted">top {len(categories["top"])} entries</div>{bars}</div>'
-    image = _figure_png(tensor, drift)
+    image = figures.get(_figure_key(tensor, drift))
+    if image is None:
+        image = _figure_png(tensor, drift)
     empty = html.escape(tensor.get("notSummarized", "nothing to plot"))
     plot = f'<div class="plot">{image}</div>' if image else f'<p class="muted">{empty}</p>'
     dtype = html.escape(f"{tensor.get('dtype', '')} {tensor.get('shape', '')}")
@@ -249,8 +258,10 @@ def _tensor_section(tensor: dict, drift: dict | None) -> str:
     )
 
 
-def render_html(report: dict) -> str:
-    """The report page of a report document (see docs/report.md)."""
+def render_html(report: dict, figures: dict[str, str] | None = None) -> str:
+    """The report page of a report document (see docs/report.md); `figures`: plots drawn
+    beforehand (`draw_figures`), used where their tensor and drift are the same."""
+    figures = figures or {}
     split = report.get("split", "")
     drift = report.get("drift") or {}
     drift_of = {t["name"]: t for t in drift.get("tensors", [])}
@@ -327,7 +338,9 @@ def render_html(report: dict) -> str:
             )
             + "</p>"
         )
-    sections = "".join(_tensor_section(t, drift_of.get(t["name"])) for t in report.get("tensors", []))
+    sections = "".join(
+        _tensor_section(t, drift_of.get(t["name"]), figures) for t in report.get("tensors", [])
+    )
     title = f"Run report: {html.escape(split)}"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -339,3 +352,46 @@ def render_html(report: dict) -> str:
         f'<section id="dead-letters"><h2>Bad rows by reason</h2>{letters_html}</section>'
         f"{sections}</main></body></html>\n"
     )
+
+
+def draw_figures(tensors: list[dict], drift: dict | None = None) -> dict[str, str]:
+    """The plots of `tensors` (report entries) for `render_html(..., figures=)`."""
+    drift_of = {t["name"]: t for t in (drift or {}).get("tensors", [])}
+    return {_figure_key(t, drift_of.get(t["name"])): _figure_png(t, drift_of.get(t["name"])) for t in tensors}
+
+
+#: How much the page renderer lowers its priority (`os.nice`).
+_NICENESS = 10
+#: Tensors with a plot of each common kind (the page renderer's warm-up).
+_WARM_UP = (
+    {"name": "n", "numeric": {"histogram": {"edges": [0.0, 1.0, 2.0], "counts": [1, 2]}}},
+    {"name": "c", "categorical": {"top": [{"value": "a", "count": 2}], "coverage": [{"k": 1, "share": 1.0}]}},
+)
+
+
+def serve_one_page(stdin=None, stdout=None) -> int:
+    """The page renderer's child process: import matplotlib and draw a first plot while the job
+    runs; then read lines of JSON from `stdin`: `{"figures": [tensor, ...]}` draws those plots
+    ahead (the statistics are known before the job's last steps end), `{"page": document}`
+    renders the page (with the plots drawn ahead where they still apply), writes it to `stdout`
+    (UTF-8) and ends. End of input without a page: ends at once. It runs at a lower priority
+    than the job: on a busy machine the job keeps its share of the processors."""
+    with contextlib.suppress(AttributeError, OSError):  # os.nice: Unix only
+        os.nice(_NICENESS)
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    draw_figures(list(_WARM_UP))
+    figures: dict[str, str] = {}
+    for line in stdin:
+        message = json.loads(line)
+        if "figures" in message:
+            figures.update(draw_figures(message["figures"]))
+        elif "page" in message:
+            stdout.write(render_html(message["page"], figures).encode("utf-8"))
+            stdout.flush()
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve_one_page())

@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -94,6 +95,17 @@ def _bucket_points(index: np.ndarray, integral: bool) -> np.ndarray:
     whole = np.ceil(low)
     single = (whole < high) & (whole + 1 >= high)
     return np.where(single, whole, middle)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(size: int) -> np.ndarray:
+    """An int64 buffer of `size` values, reused by this thread's sketches."""
+    buffer = getattr(_SCRATCH, "buffer", None)
+    if buffer is None or len(buffer) < size:
+        buffer = _SCRATCH.buffer = np.empty(max(size, 1 << 16), np.int64)
+    return buffer[:size]
 
 
 class _Store:
@@ -175,7 +187,8 @@ class NumericSketch:
         if not (np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_):
             self.integral = False
         values = np.ascontiguousarray(values, dtype=np.float64)
-        if values.dtype.kind == "f":
+        total = float(values.sum())
+        if not math.isfinite(total):  # a NaN or an infinity (or a sum past float64's range)
             finite = np.isfinite(values)
             if not finite.all():
                 nan = np.isnan(values)
@@ -184,30 +197,36 @@ class NumericSketch:
                 values = values[finite]
                 if not len(values):
                     return
+                total = float(values.sum())
         self.count += len(values)
         low, high = float(values.min()), float(values.max())
         self.minimum = low if self.minimum is None else min(self.minimum, low)
         self.maximum = high if self.maximum is None else max(self.maximum, high)
-        self.total += float(values.sum())
+        self.total += total
         self.squares += float(np.einsum("i,i->", values, values))  # no BLAS threads
         # One shift of the float64 bits names each value's bucket: `index` for positive values,
         # `index - _SIGN` for negative ones (arithmetic shift of the sign bit); one bincount
-        # counts them.
-        code = values.view(np.int64) >> _SHIFT
+        # counts them. The codes go to a reused buffer (a fresh one per batch costs more than
+        # the shift).
+        code = _scratch(len(values))
+        np.right_shift(values.view(np.int64), _SHIFT, out=code)
         first = int(code.min())
-        dense = np.bincount(code - first)
+        np.subtract(code, first, out=code)
+        dense = np.bincount(code)
         split = min(max(-first, 0), len(dense))  # codes below 0: negative values
         parts = ((self.negative, dense[:split], first + _SIGN), (self.positive, dense[split:], first + split))
         for store, counts, offset in parts:
             if not len(counts):
                 continue
-            if offset == 0 and counts[0]:  # bucket 0: zeros (and the smallest subnormals)
-                self.zeros += int(counts[0])
-                counts = counts.copy()
-                counts[0] = 0
             nonzero = np.flatnonzero(counts)
-            if len(nonzero):
-                store.add_dense(offset + int(nonzero[0]), counts[nonzero[0] : nonzero[-1] + 1])
+            if not len(nonzero):
+                continue
+            start, stop = int(nonzero[0]), int(nonzero[-1]) + 1
+            if offset + start == 0:  # bucket 0: zeros (and the smallest subnormals)
+                self.zeros += int(counts[0])
+                start = int(nonzero[1]) if len(nonzero) > 1 else stop
+            if start < stop:
+                store.add_dense(offset + start, counts[start:stop])
 
     def merge(self, other: NumericSketch) -> None:
         self.count += other.count

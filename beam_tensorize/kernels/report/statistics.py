@@ -12,8 +12,10 @@
 
 It is filled from the batches *before* hashing and feature-list lookup (what `ExtractFeatures`
 gives): the statistics describe the values people recognise (strings, NTV `name,term`
-entries), and hashed tensors are hashed again here (distinct values only) with the job's hash
-functions. `describe` turns it into the report's JSON document (see docs/report.md).
+entries), and hashed tensors are hashed with the job's hash functions (distinct values only;
+with one fingerprint function, the default, the FarmHash fingerprints the hashing step computed
+for the same batch are reused, see `hashing.distinct_fingerprints`). `describe` turns it into
+the report's JSON document (see docs/report.md).
 
 Example:
     >>> import pyarrow as pa
@@ -39,7 +41,6 @@ import json
 import re
 from collections.abc import Mapping
 
-import farmhash
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,8 +48,8 @@ import pyarrow.compute as pc
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.arrow_types import is_list_type, list_lengths
 from beam_tensorize.kernels.features.conversion import is_hashed_ntv
-from beam_tensorize.kernels.features.hashing import canonical_strings, hash_buckets
-from beam_tensorize.kernels.features.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.features.hashing import canonical_strings, distinct_fingerprints, hash_buckets
+from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts, ntv_triples
 from beam_tensorize.kernels.features.vocab import uses_feature_list
 from beam_tensorize.kernels.provenance import source_of
 from beam_tensorize.kernels.report.sketches import (
@@ -167,9 +168,9 @@ class TensorStatistics:
         if is_ntv(t):
             self.ntv = True
             lengths = list_lengths(column)
-            _, entries, values = ntv_triples(column)
+            _, names, terms, values = ntv_parts(column)
             self._add_numbers(values)
-            self._add_categories(entries, vocabulary)
+            self._add_counted(*_ntv_entry_counts(names, terms), vocabulary)
         elif is_list_type(t):
             lengths = list_lengths(column)
             flat = column.flatten()
@@ -208,12 +209,15 @@ class TensorStatistics:
         self.values.add(np.asarray(values))
 
     def _add_categories(self, values: pa.Array, vocabulary: pa.Array | None) -> None:
-        if self.top is None:
-            self.top = TopK()
         if values.null_count:
             values = values.drop_null()
         counted = pc.value_counts(values)
-        distinct, counts = counted.field("values"), np.asarray(counted.field("counts"), np.int64)
+        self._add_counted(counted.field("values"), np.asarray(counted.field("counts"), np.int64), vocabulary)
+
+    def _add_counted(self, distinct: pa.Array, counts: np.ndarray, vocabulary: pa.Array | None) -> None:
+        """Add distinct entries seen `counts` times each."""
+        if self.top is None:
+            self.top = TopK()
         self.top.add(_strings(distinct), counts)
         if vocabulary is not None:
             known = np.asarray(pc.is_in(distinct.cast(pa.string()), vocabulary).fill_null(False), bool)
@@ -237,22 +241,22 @@ class TensorStatistics:
                 dummies = column.null_count
             else:  # rows without any non-null value
                 dummies = len(column) - _rows_with_values(column)
-        counted = pc.value_counts(keys)
-        distinct = canonical_strings(counted.field("values"))  # what the hash functions read
-        counts = np.asarray(counted.field("counts"), np.int64)
-        if not len(distinct):
+        first = None
+        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
+            encoded, fingerprints = distinct_fingerprints(keys)  # the hashing step's, when cached
+            counts = np.bincount(np.asarray(encoded.indices, np.int64), minlength=len(fingerprints))
+            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
+            if self.loads is not None:
+                first = (fingerprints % np.uint64(n)).astype(np.int64)
+        else:
+            counted = pc.value_counts(keys)
+            distinct = canonical_strings(counted.field("values"))  # what the hash functions read
+            counts = np.asarray(counted.field("counts"), np.int64)
+            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2) if len(distinct) else None
+        if not len(counts):
             if self.loads is not None:
                 self.loads[n] += dummies * k
             return
-        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
-            fingerprints = np.fromiter(
-                map(farmhash.fingerprint64, distinct.to_pylist()), np.uint64, len(distinct)
-            )
-            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
-            first = (fingerprints % np.uint64(n)).astype(np.int64) if self.loads is not None else None
-        else:
-            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2)
-            first = None
         self.distinct.add(identity)
         if self.loads is None:
             return
@@ -402,6 +406,50 @@ class TensorStatistics:
             }
         )
         return entry
+
+
+def _ntv_entry_counts(names: pa.Array, terms: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The distinct `name,term` entries of NTV records (as `ntv_triples` writes them), in order
+    of first occurrence, and their counts. Only distinct entries are joined into strings: when
+    every record has the same name (one whitelisted name), the terms are counted; otherwise the
+    pairs of dictionary indices of name and term."""
+    if _one_value(names):
+        counted = pc.value_counts(terms)
+        joined = pc.binary_join_element_wise(names[0].as_py(), counted.field("values"), NTV_SEPARATOR)
+        return joined, np.asarray(counted.field("counts"), np.int64)
+    name_codes, term_codes = pc.dictionary_encode(names), pc.dictionary_encode(terms)
+    width = max(len(term_codes.dictionary), 1)
+    pairs = np.asarray(name_codes.indices, np.int64) * width + np.asarray(term_codes.indices, np.int64)
+    counted = pc.value_counts(pa.array(pairs, pa.int64()))
+    distinct = np.asarray(counted.field("values"), np.int64)
+    entries = pc.binary_join_element_wise(
+        name_codes.dictionary.take(pa.array(distinct // width)),
+        term_codes.dictionary.take(pa.array(distinct % width)),
+        NTV_SEPARATOR,
+    )
+    if len(pc.unique(entries)) < len(entries):  # two pairs print alike ("a,b" + "c", "a" + "b,c")
+        counted = pc.value_counts(pc.binary_join_element_wise(names, terms, NTV_SEPARATOR))
+        return counted.field("values"), np.asarray(counted.field("counts"), np.int64)
+    return entries, np.asarray(counted.field("counts"), np.int64)
+
+
+def _one_value(strings: pa.Array) -> bool:
+    """Whether a non-empty (large) string array without nulls holds one value only, compared
+    as bytes (no hashing)."""
+    if not len(strings) or strings.null_count:
+        return False
+    wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
+    if not (wide or pa.types.is_string(strings.type) or pa.types.is_binary(strings.type)):
+        return False
+    offsets = np.frombuffer(strings.buffers()[1], np.int64 if wide else np.int32)
+    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
+    size = int(offsets[1] - offsets[0])
+    if not (np.diff(offsets) == size).all():
+        return False
+    if size == 0:
+        return True
+    data = np.frombuffer(strings.buffers()[2], np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    return bool((data.reshape(-1, size) == data[:size]).all())
 
 
 def _rows_with_values(column: pa.Array) -> int:
