@@ -51,21 +51,19 @@ def _is_local(path: str) -> bool:
     return "://" not in path
 
 
-def _open_local(path: str, mode: str):
-    if "w" in mode:
-        folder = os.path.dirname(path)
-        if folder:
-            os.makedirs(folder, exist_ok=True)  # as Beam's local file system creates files
-    return open(path, mode)
-
-
-def _create(path: str):
-    """`path` created for writing raw bytes (no compression, whatever its name says)."""
+def _raw_file(path: str, mode: str):
+    """`path` opened for reading ("rb") or created for writing ("wb") as raw bytes, whatever
+    its name says (no compression): local paths with Python's `open` (folders created, as
+    Beam's local file system does), others through Beam's file systems."""
     if _is_local(path):
-        return _open_local(path, "wb")
+        folder = os.path.dirname(path)
+        if mode == "wb" and folder:
+            os.makedirs(folder, exist_ok=True)
+        return open(path, mode)
     from apache_beam.io.filesystem import CompressionTypes
 
-    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    make = FileSystems.create if mode == "wb" else FileSystems.open
+    return make(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 class _LazyWriter:
@@ -79,7 +77,7 @@ class _LazyWriter:
         if not len(data):
             return 0
         if self._file is None:
-            self._file = _create(self._path)
+            self._file = _raw_file(self._path, "wb")
         return self._file.write(data)
 
     def flush(self) -> None:
@@ -92,7 +90,7 @@ class _LazyWriter:
         elif self._path.startswith("s3://"):
             _put_empty_s3_object(self._path)
         else:
-            _create(self._path).close()
+            _raw_file(self._path, "wb").close()
 
 
 def _put_empty_s3_object(path: str) -> None:
@@ -136,11 +134,7 @@ def create_file(path: str) -> Iterator[_LazyWriter]:
 
 def open_file(path: str):
     """`path` opened for reading as raw bytes, whatever its name says (no decompression)."""
-    if _is_local(path):
-        return _open_local(path, "rb")
-    from apache_beam.io.filesystem import CompressionTypes
-
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return _raw_file(path, "rb")
 
 
 def write_text_atomically(path: str, text: str) -> None:
