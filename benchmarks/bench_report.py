@@ -6,8 +6,9 @@ The input is a MovieLens-like Avro file (`bench_tensorize.generate_movielens_avr
 timed). The config is the bundled sample's (`beam_tensorize/sample/config.json`: numbers, lists,
 strings, two feature lists, a hashed tensor and a name-term-value sparse vector), so every kind
 of statistic is computed. The three runs alternate `--repeats` times (none, json, html, none,
-...); the best wall-clock time of each gives rows/s and the overhead `(x - none) / none`:
-the median of each repeat's ratio to its `none` run is printed too (steadier on a noisy machine); `json` is the cost that grows with the data (statistics, in the same pass), `html` adds the
+...); the best wall-clock time of each gives rows/s and the overhead `(x - none) / none`,
+and the median of each repeat's ratio to its `none` run is printed too (steadier on a noisy
+machine). `json` is the cost that grows with the data (statistics, in the same pass), `html` adds the
 page, a fixed cost (matplotlib's import and one figure per tensor). The report's own timings (`timings` of the JSON: the statistics step's
 seconds summed over workers, rendering and writing the page) and the CPU time of each run are
 printed too (the CPU time counts the page renderer, a child process): on a shared machine they
@@ -32,6 +33,7 @@ import io
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -133,9 +135,7 @@ def _bench(args: argparse.Namespace, workdir: str) -> int:
     # Each repeat runs none, json and html back to back: the median of their per-repeat ratios
     # is steadier on a noisy machine than the ratio of two best times.
     for name in ("json", "html"):
-        ratios = sorted(x / n for x, n in zip(times[name], times["none"]))
-        middle = len(ratios) // 2
-        median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+        median = statistics.median(x / n for x, n in zip(times[name], times["none"]))
         print(
             f"--report {name}: median of the repeats' wall-clock ratios to none {median:.3f} ({100 * (median - 1):+.1f}%)"
         )

@@ -167,10 +167,7 @@ class _LocalFirstFileSystems:
     def mkdirs(self, path: str) -> None:
         if not _is_local(path):
             return self._beam().mkdirs(path)
-        try:
-            os.makedirs(path)
-        except OSError as err:
-            raise OSError(err) from None
+        os.makedirs(path)  # an existing folder raises, as in Beam
 
     def rename(self, sources: Sequence[str], destinations: Sequence[str]) -> None:
         if not all(_is_local(p) for p in [*sources, *destinations]):
