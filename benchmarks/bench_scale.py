@@ -37,6 +37,7 @@ import argparse
 import concurrent.futures
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -189,6 +190,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4], help="millions of rows (1-4)")
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each path per size, the paths alternating; medians are printed")  # fmt: skip
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "beam_tensorize-bench-scale"),
                         help="where inputs are cached and outputs written")  # fmt: skip
     return parser.parse_args(argv)
@@ -201,48 +204,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         subprocess.run(
             [sys.executable, "-m", "beam_tensorize.spark"], cwd=ROOT, check=True, capture_output=True
         )
-    results: dict[tuple[str, int], dict] = {}
+    runs: dict[tuple[str, int], list[dict]] = {}
     for size in args.sizes:
         pattern = _inputs(args.workdir, size)
-        for path in args.paths:
-            out = os.path.join(args.workdir, f"out-{path}-{size}M")
-            results[path, size] = run(path, pattern, out)
-            shutil.rmtree(out, ignore_errors=True)
-            r = results[path, size]
-            rows = size * ROWS_PER_FILE
-            job = f" (tensorize_spark call: {r['job']:.1f} s)" if r["job"] != r["wall"] else ""
-            print(f"{path:9} {size}M rows: {r['wall']:6.1f} s wall{job}, {rows / r['wall']:9,.0f} rows/s, "
-                  f"{r['cpu']:6.1f} CPU s, peak RSS {r['rss'] / 2**20:7,.0f} MiB", flush=True)  # fmt: skip
+        for repeat in range(args.repeats):
+            for path in args.paths:
+                out = os.path.join(args.workdir, f"out-{path}-{size}M")
+                r = run(path, pattern, out)
+                shutil.rmtree(out, ignore_errors=True)
+                runs.setdefault((path, size), []).append(r)
+                rows = size * ROWS_PER_FILE
+                job = f" (tensorize_spark call: {r['job']:.1f} s)" if r["job"] != r["wall"] else ""
+                print(f"{path:13} {size}M rows, run {repeat + 1}: {r['wall']:6.1f} s wall{job}, "
+                      f"{rows / r['wall']:9,.0f} rows/s, {r['cpu']:6.1f} CPU s, "
+                      f"peak RSS {r['rss'] / 2**20:7,.0f} MiB", flush=True)  # fmt: skip
+    # The median of each figure over the repeats.
+    results = {key: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for key, rs in runs.items()}
     print()
-    print("| path | rows | wall s | rows/s | CPU s | rows per CPU s | peak RSS (all processes) |")
+    what = f"median of {args.repeats} runs" if args.repeats > 1 else "one run"
+    print(f"| path | rows | wall s ({what}) | rows/s | CPU s | rows per CPU s | peak RSS (all processes) |")
     print("|---|---|---|---|---|---|---|")
     for (path, size), r in results.items():
         rows = size * ROWS_PER_FILE
-        print(f"| {path} | {size}M | {r['wall']:.1f} | {rows / r['wall']:,.0f} | {r['cpu']:.1f} | "
+        walls = [x["wall"] for x in runs[path, size]]
+        spread = f" ({min(walls):.1f}-{max(walls):.1f})" if len(walls) > 1 else ""
+        print(f"| {path} | {size}M | {r['wall']:.1f}{spread} | {rows / r['wall']:,.0f} | {r['cpu']:.1f} | "
               f"{rows / r['cpu']:,.0f} | {r['rss'] / 2**20:,.0f} MiB |")  # fmt: skip
     print()
 
-    def rate(path: str, size: int) -> float | None:
-        r = results.get((path, size))
-        return None if r is None else size * ROWS_PER_FILE / r["wall"]
+    def speedup(a: str, b: str, size: int, key: str = "wall") -> str | None:
+        """`a`'s rows/s over `b`'s: the median of the run-by-run ratios (runs alternate), with their range."""
+        if (a, size) not in runs or (b, size) not in runs:
+            return None
+        ratios = [rb["wall"] / ra[key] for ra, rb in zip(runs[a, size], runs[b, size])]
+        spread = f" (runs {min(ratios):.2f}-{max(ratios):.2f})" if len(ratios) > 1 else ""
+        return f"{statistics.median(ratios):.2f}{spread}"
 
     big = max(args.sizes)
     for path in args.paths:
         if (path, 1) in results and (path, 4) in results:
             ratio = results[path, 4]["rss"] / results[path, 1]["rss"]
-            print(f"memory  {path:9} peak RSS 4M / 1M = {ratio:.2f}  (target <= 1.2)")
+            print(f"memory  {path:13} peak RSS 4M / 1M = {ratio:.2f}  (target <= 1.2)")
     for label, a, b, target in (
         ("workers beam-mp2 / beam-mp1", "beam-mp2", "beam-mp1", 1.6),
         ("workers beam-mp2 / beam-1  ", "beam-mp2", "beam-1", None),
         ("spark   spark-2 / beam-mp2 ", "spark-2", "beam-mp2", 1.0),
     ):
-        if rate(a, big) and rate(b, big):
+        ratio = speedup(a, b, big)
+        if ratio:
             goal = f"  (target >= {target})" if target else ""
-            print(f"{label} rows/s at {big}M = {rate(a, big) / rate(b, big):.2f}{goal}")
-    if ("spark-2", big) in results and ("beam-mp2", big) in results:
-        job = results["spark-2", big]["job"]
-        ratio = results["beam-mp2", big]["wall"] / job
-        print(f"spark   tensorize_spark call (session already up) / beam-mp2 at {big}M = {ratio:.2f}")
+            print(f"{label} rows/s at {big}M = {ratio}{goal}")
+    ratio = speedup("spark-2", "beam-mp2", big, key="job")
+    if ratio:
+        print(f"spark   tensorize_spark call (session already up) / beam-mp2 at {big}M = {ratio}")
     if ("beam-1", big) in results:
         r = results["beam-1", big]
         rows = big * ROWS_PER_FILE
