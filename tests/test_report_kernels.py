@@ -18,6 +18,7 @@ import pytest
 
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.kernels.features.extract import extract_tensors
+from beam_tensorize.kernels.features.hashing import hash_tensors, hash_tensors_with_distinct
 from beam_tensorize.kernels.formats import AvroFormat, ParquetFormat, Split
 from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.report.drift import compare, jensen_shannon, l_infinity
@@ -277,6 +278,109 @@ def test_generated_hash_buckets_and_collisions_match_farmhash(generated):
     assert (
         hashing["load"]["histogram"]["counts"]
         == np.histogram(loads, bins=hashing["load"]["histogram"]["edges"])[0].tolist()
+    )
+
+
+HASHED_KINDS_CONFIG = {
+    "features": [
+        {  # one fingerprint function (the default): FarmHash fingerprints
+            "inputFeatureInfo": {"columnExpr": "s", "transformConfig": {"hashInfo": {"hashBucketSize": 64}}},
+            "outputTensorInfo": {"name": "s", "dtype": "long", "shape": []},
+        },
+        {  # three keyed functions over lists with nulls and empty lists
+            "inputFeatureInfo": {
+                "columnExpr": "tags",
+                "transformConfig": {"hashInfo": {"hashBucketSize": 50, "numHashFunctions": 3}},
+            },
+            "outputTensorInfo": {"name": "tags", "dtype": "long", "shape": [-1]},
+        },
+        {  # Avro2TF's MD5, on numbers
+            "inputFeatureInfo": {
+                "columnExpr": "n",
+                "transformConfig": {"hashInfo": {"hashBucketSize": 40, "hashFunction": "avro2tf_md5"}},
+            },
+            "outputTensorInfo": {"name": "n", "dtype": "long", "shape": []},
+        },
+        {  # name-term-value entries into a sparse vector
+            "inputFeatureInfo": {
+                "columnExpr": "ntv",
+                "transformConfig": {"hashInfo": {"hashBucketSize": 30, "combiner": "SUM"}},
+            },
+            "outputTensorInfo": {"name": "ntv", "dtype": "float", "shape": [30], "isSparse": True},
+        },
+    ]
+}
+
+
+def hashed_kinds_batches() -> list[pa.RecordBatch]:
+    """Batches of the four hashed tensors above; the second holds `s` dictionary-encoded."""
+    rng = np.random.default_rng(11)
+    batches = []
+    for i in range(3):
+        rows = 700
+        s = [None if r % 13 == 0 else f"v{x}" for r, x in enumerate(rng.integers(0, 300, rows))]
+        tags = [
+            None if r % 17 == 0 else [None if t % 7 == 0 else f"t{t}" for t in rng.integers(0, 90, r % 4)]
+            for r in range(rows)
+        ]
+        ntv = [
+            [{"name": "g", "term": f"x{t}", "value": float(t)} for t in rng.integers(0, 25, r % 3)]
+            for r in range(rows)
+        ]
+        s_array = pa.array(s)
+        batch = pa.RecordBatch.from_pydict(
+            {
+                "s": s_array.dictionary_encode() if i == 1 else s_array,
+                "tags": pa.array(tags, pa.list_(pa.string())),
+                "n": pa.array(rng.integers(0, 500, rows)),
+                "ntv": pa.array(ntv),
+            }
+        )
+        batches.append(with_source(batch, "part.parquet", i * rows, unit="row"))
+    return batches
+
+
+def test_hashed_tensor_statistics_from_the_hashing_step_equal_hashing_again():
+    """The statistics fed with what the hashing step hashed (`hash_tensors_with_distinct`)
+    equal those that hash the values themselves, for every hash function kind, and the hashing
+    step's batches are those of `hash_tensors`."""
+    config = parse_config(HASHED_KINDS_CONFIG)
+    itself, from_step = Statistics(config), Statistics(config)
+    for batch in hashed_kinds_batches():
+        itself.add_batch(batch)
+        hashed, seen = hash_tensors_with_distinct(batch, config.tensors)
+        assert hashed.equals(hash_tensors(batch, config.tensors))
+        assert sorted(seen) == ["n", "ntv", "s", "tags"]
+        from_step.add_batch(batch, hashes=False)
+        from_step.add_distinct_hashes(seen)
+    expected, found = itself.describe(), from_step.describe()
+    assert found == expected
+    by_name = {t["name"]: t["hashing"] for t in found["tensors"]}
+    # Checked independently: `s` (its second batch dictionary-encoded) against FarmHash.
+    values = [v for b in hashed_kinds_batches() for v in b.column("s").to_pylist() if v is not None]
+    distinct = set(values)
+    per_bucket = Counter(farmhash.fingerprint64(v) % 64 for v in distinct)
+    assert by_name["s"]["distinctValues"] == len(distinct)
+    assert by_name["s"]["collidingValues"] == sum(
+        per_bucket[farmhash.fingerprint64(v) % 64] > 1 for v in distinct
+    )
+    assert by_name["s"]["load"]["max"] == max(
+        Counter(farmhash.fingerprint64(v) % 64 for v in values).values()
+    )
+    assert by_name["s"]["dummyIdOccurrences"] == sum(b.column("s").null_count for b in hashed_kinds_batches())
+    # `tags`: a null list and a list of nulls only get 3 dummy ids each.
+    tags = [t for b in hashed_kinds_batches() for t in b.column("tags").to_pylist()]
+    assert by_name["tags"]["dummyIdOccurrences"] == 3 * sum(
+        1 for t in tags if not t or all(v is None for v in t)
+    )
+    assert by_name["tags"]["distinctValues"] == len({v for t in tags if t for v in t if v is not None})
+    assert by_name["ntv"]["distinctValues"] == len(
+        {
+            f"{e['name']},{e['term']}"
+            for b in hashed_kinds_batches()
+            for r in b.column("ntv").to_pylist()
+            for e in r
+        }
     )
 
 

@@ -12,7 +12,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
-from apache_beam.testing.util import assert_that
+from apache_beam.testing.util import assert_that, equal_to
 
 from beam_tensorize.config import parse_config
 from beam_tensorize.job.finish import dead_letter_json
@@ -21,10 +21,16 @@ from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.report.statistics import Statistics
 from beam_tensorize.report import ComputeStatistics
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+from beam_tensorize.transforms import HashFeatures
 from pipelines import report as report_cli
 from pipelines.tensorize import main
 from tests.test_bad_inputs import two_genres_config
-from tests.test_report_kernels import GENERATED_CONFIG, generated_table
+from tests.test_report_kernels import (
+    GENERATED_CONFIG,
+    HASHED_KINDS_CONFIG,
+    generated_table,
+    hashed_kinds_batches,
+)
 
 pytestmark = pytest.mark.pipeline
 
@@ -66,6 +72,27 @@ def test_compute_statistics_in_a_pipeline_equals_the_kernel_on_all_batches():
             | ComputeStatistics(config, feature_lists=feature_lists, dead_letters=dead)
         )
         assert_that(stats, check)
+
+
+def test_compute_statistics_takes_the_hashing_steps_distinct_values():
+    """`HashFeatures(distinct_hashes=True)` feeding `ComputeStatistics(hashes=...)` gives the
+    statistics of the kernel hashing the values itself."""
+    config = parse_config(HASHED_KINDS_CONFIG)
+    batches = hashed_kinds_batches()
+    expected = Statistics(config)
+    for batch in batches:
+        expected.add_batch(batch)
+    expected = expected.describe()
+
+    def check(found):
+        (report,) = found
+        assert _without_timings(report) == expected
+
+    with TestPipeline() as p:
+        extracted = p | beam.Create(batches, reshuffle=False)
+        hashed, hashes = extracted | HashFeatures(config, distinct_hashes=True)
+        assert_that(hashed | beam.Map(lambda b: b.num_rows), equal_to([700, 700, 700]), label="Rows")
+        assert_that(extracted | ComputeStatistics(config, hashes=hashes), check)
 
 
 def _report(out, split="trainingData") -> dict:

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.features.hashing import hash_tensors
+from beam_tensorize.kernels.features.hashing import hash_tensors, hash_tensors_with_distinct
 
-__all__ = ["HashFeatures"]
+__all__ = ["HashFeatures", "HashOutputs"]
+
+
+class HashOutputs(NamedTuple):
+    """`HashFeatures(..., distinct_hashes=True)`'s outputs: the hashed batches, and per batch a
+    dict `{tensor: DistinctHashes}` of what was hashed (for `ComputeStatistics(hashes=...)`);
+    `hashes` is None when no tensor is hashed."""
+
+    batches: beam.PCollection
+    hashes: beam.PCollection | None
 
 
 class HashFeatures(beam.PTransform):
@@ -25,6 +35,10 @@ class HashFeatures(beam.PTransform):
 
     Args:
         config: the parsed config.
+        distinct_hashes: also give, per batch, what was hashed
+            (`beam_tensorize.kernels.features.hashing.DistinctHashes` by tensor), so that the run
+            report's `ComputeStatistics` does not hash the same values again: the output is then
+            a `HashOutputs`.
 
     Example:
         >>> import apache_beam as beam, pyarrow as pa
@@ -38,9 +52,10 @@ class HashFeatures(beam.PTransform):
         {'g': [[40], [100]]}
     """
 
-    def __init__(self, config: TensorizeConfig):
+    def __init__(self, config: TensorizeConfig, distinct_hashes: bool = False):
         super().__init__()
         self._tensors = config.tensors
+        self._distinct_hashes = distinct_hashes
 
     def display_data(self) -> dict:
         hashed = [t.name for t in self._tensors if t.input.transform_config.hash_info]
@@ -48,10 +63,18 @@ class HashFeatures(beam.PTransform):
 
     def expand(self, batches):
         if not any(t.input.transform_config.hash_info for t in self._tensors):
-            return batches
-        return batches | "HashTensors" >> beam.ParDo(_HashTensorsFn(self._tensors)).with_output_types(
-            pa.RecordBatch
-        )
+            return HashOutputs(batches, None) if self._distinct_hashes else batches
+        if not self._distinct_hashes:
+            return batches | "HashTensors" >> beam.ParDo(_HashTensorsFn(self._tensors)).with_output_types(
+                pa.RecordBatch
+            )
+        outputs = batches | "HashTensors" >> beam.ParDo(
+            _HashTensorsWithDistinctFn(self._tensors)
+        ).with_outputs(_HASHES, main="batches")
+        return HashOutputs(outputs.batches, outputs[_HASHES])
+
+
+_HASHES = "hashes"
 
 
 class _HashTensorsFn(beam.DoFn):
@@ -60,3 +83,10 @@ class _HashTensorsFn(beam.DoFn):
 
     def process(self, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         yield hash_tensors(batch, self._tensors)
+
+
+class _HashTensorsWithDistinctFn(_HashTensorsFn):
+    def process(self, batch: pa.RecordBatch) -> Iterable:
+        hashed, seen = hash_tensors_with_distinct(batch, self._tensors)
+        yield hashed
+        yield beam.pvalue.TaggedOutput(_HASHES, seen)

@@ -37,6 +37,9 @@ class ComputeStatistics(beam.PTransform):
             their tensor's list are counted (`featureList.unknownShare`).
         dead_letters: optional PCollection of dead-letter dicts (`{"source", "reason", ...}`),
             counted per file and grouped by reason.
+        hashes: optional PCollection of what `HashFeatures(config, distinct_hashes=True)` hashed
+            of the same batches: the hashed tensors' bucket statistics are taken from it instead
+            of hashing the values again.
         prepare_page: the job writes the HTML page (`write_report`, in the same process): the
             step starts the page renderer when it sets up (`start_page_renderer`) and sends it
             the tensors' entries once they are complete (`draw_page_figures_ahead`).
@@ -54,12 +57,15 @@ class ComputeStatistics(beam.PTransform):
         300 251.0
     """
 
-    def __init__(self, config: TensorizeConfig, feature_lists=None, dead_letters=None, prepare_page=False):
+    def __init__(
+        self, config: TensorizeConfig, feature_lists=None, dead_letters=None, prepare_page=False, hashes=None
+    ):
         super().__init__()
         self._config = config
         self._prepare_page = prepare_page
         self._lists = feature_lists
         self._dead_letters = dead_letters
+        self._hashes = hashes
 
     def display_data(self) -> dict:
         return {
@@ -71,8 +77,13 @@ class ComputeStatistics(beam.PTransform):
         lists = () if self._lists is None else (beam.pvalue.AsSingleton(self._lists),)
         parts = [
             batches
-            | "BatchStatistics" >> beam.ParDo(_BatchStatisticsFn(self._config, self._prepare_page), *lists)
+            | "BatchStatistics"
+            >> beam.ParDo(
+                _BatchStatisticsFn(self._config, self._prepare_page, hashes=self._hashes is None), *lists
+            )
         ]
+        if self._hashes is not None:
+            parts.append(self._hashes | "HashStatistics" >> beam.ParDo(_HashStatisticsFn(self._config)))
         if self._dead_letters is not None:
             parts.append(
                 self._dead_letters
@@ -107,9 +118,10 @@ class _BundleStatisticsFn(beam.DoFn):
 
 
 class _BatchStatisticsFn(_BundleStatisticsFn):
-    def __init__(self, config: TensorizeConfig, prepare_page: bool = False):
+    def __init__(self, config: TensorizeConfig, prepare_page: bool = False, hashes: bool = True):
         super().__init__(config)
         self._prepare_page = prepare_page
+        self._hashes = hashes
 
     def setup(self):
         if self._prepare_page:
@@ -123,11 +135,20 @@ class _BatchStatisticsFn(_BundleStatisticsFn):
             self._vocabularies = {name: vocab_array(fl) for name, fl in split_term_only(lists)[0].items()}
             self._seen = lists
         stats = self._current()
-        stats.add_batch(batch, self._vocabularies)
+        stats.add_batch(batch, self._vocabularies, hashes=self._hashes)
         stats.seconds += time.perf_counter() - started
         now = time.time()
         stats.first_batch = now if stats.first_batch is None else min(stats.first_batch, now)
         stats.last_batch = now if stats.last_batch is None else max(stats.last_batch, now)
+        return ()
+
+
+class _HashStatisticsFn(_BundleStatisticsFn):
+    def process(self, seen: dict) -> Iterable:
+        started = time.perf_counter()
+        stats = self._current()
+        stats.add_distinct_hashes(seen)
+        stats.seconds += time.perf_counter() - started
         return ()
 
 

@@ -268,7 +268,11 @@ class Tensorize(beam.PTransform):
             | "OneInputSchema" >> beam.CombineGlobally(one_input_schema)
         )
         extracted = batches | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
-        hashed = extracted | "HashFeatures" >> HashFeatures(config)
+        # With a report, its statistics take what the hashing step hashed (each value hashed once).
+        hashed = extracted | "HashFeatures" >> HashFeatures(config, distinct_hashes=spec.report != "none")
+        hashes = None
+        if spec.report != "none":
+            hashed, hashes = hashed
         if spec.partition_field_name:
             hashed = hashed | "PartitionIds" >> beam.Map(
                 with_partition_ids, spec.partition_field_name, spec.num_partitions
@@ -419,7 +423,7 @@ class Tensorize(beam.PTransform):
             # The statistics of the extracted batches (before hashing and feature lists), the
             # report written once the data and the metadata are committed, before _SUCCESS.
             statistics = extracted | "ComputeStatistics" >> ComputeStatistics(
-                config, lists, dead_letters, prepare_page=spec.report == "html"
+                config, lists, dead_letters, prepare_page=spec.report == "html", hashes=hashes
             )
             written_report = metadata | "WriteReport" >> beam.Map(
                 _write_report_after,

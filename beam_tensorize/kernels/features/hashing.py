@@ -59,9 +59,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
-from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import farmhash
 import numpy as np
@@ -83,15 +82,17 @@ __all__ = [
     "MAX_STRONG_HASH_FUNCTIONS",
     "STRONG_HASH_KEYS",
     "Avro2TFMd5Hash",
+    "DistinctHashes",
     "FingerprintHash",
     "HashFunction",
     "avro2tf_salt",
     "canonical_strings",
-    "distinct_fingerprints",
+    "distinct_hashes",
     "hash_buckets",
     "hash_column",
     "hash_ntv",
     "hash_tensors",
+    "hash_tensors_with_distinct",
     "hashing_description",
 ]
 
@@ -215,9 +216,7 @@ class FingerprintHash(HashFunction):
 
     def buckets(self, data, num_buckets, function_index, num_functions):
         if num_functions == 1:
-            hashes = np.fromiter(
-                map(farmhash.fingerprint64, data.to_pylist()), dtype=np.uint64, count=len(data)
-            )
+            hashes = _fingerprints(data)
         else:
             hashes = _siphash24(data, *STRONG_HASH_KEYS[function_index])
         return (hashes % _U64(num_buckets)).astype(np.int64)
@@ -388,6 +387,13 @@ def hash_column(column: pa.Array, hash_info: HashInfo) -> pa.LargeListArray:
     Raises:
         ValueError: lists of lists, structs or other unhashable types; too many hash functions.
     """
+    return _hash_column(column, hash_info, keep=False)[0]
+
+
+def _hash_column(
+    column: pa.Array, hash_info: HashInfo, keep: bool
+) -> tuple[pa.LargeListArray, DistinctHashes | None]:
+    """`hash_column`, and what it hashed when `keep` (else None)."""
     n, k = hash_info.hash_bucket_size, hash_info.num_hash_functions
     _check_hashing(n, k, hash_info.hash_function)
     column = _combine(column)
@@ -411,7 +417,7 @@ def hash_column(column: pa.Array, hash_info: HashInfo) -> pa.LargeListArray:
         row_start = np.concatenate([[0], np.cumsum(lengths)])
         counts = valid_before[row_start[1:]] - valid_before[row_start[:-1]]
         flat = flat.filter(pa.array(valid))
-    ids = _hash_distinct(flat, hash_info)  # [values, k]
+    ids, distinct = _hash_distinct(flat, hash_info, keep)  # [values, k]
     out_counts = np.where(counts > 0, counts * k, k).astype(np.int64)
     if counts.all():  # no row needs the dummy id
         out = ids.reshape(-1)
@@ -419,7 +425,10 @@ def hash_column(column: pa.Array, hash_info: HashInfo) -> pa.LargeListArray:
         out = np.full(int(out_counts.sum()), n, dtype=np.int64)
         out[np.repeat(counts > 0, out_counts)] = ids.reshape(-1)
     offsets = np.concatenate([[0], np.cumsum(out_counts)]).astype(np.int64)
-    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(out, pa.int64()))
+    hashed = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(out, pa.int64()))
+    if distinct is not None:
+        distinct.dummy_rows = int((counts == 0).sum())
+    return hashed, distinct
 
 
 def hash_ntv(ntv: pa.Array, hash_info: HashInfo) -> tuple[pa.LargeListArray, pa.LargeListArray]:
@@ -436,13 +445,25 @@ def hash_ntv(ntv: pa.Array, hash_info: HashInfo) -> tuple[pa.LargeListArray, pa.
     Raises:
         ValueError: ``ntv`` is not a list of records with ``name``, ``term`` and ``value``.
     """
+    indices, values, _ = _hash_ntv(ntv, hash_info, keep=False)
+    return indices, values
+
+
+def _hash_ntv(
+    ntv: pa.Array, hash_info: HashInfo, keep: bool
+) -> tuple[pa.LargeListArray, pa.LargeListArray, DistinctHashes | None]:
+    """`hash_ntv`, and what it hashed when `keep` (else None)."""
     n, k = hash_info.hash_bucket_size, hash_info.num_hash_functions
     _check_hashing(n, k, hash_info.hash_function)
     if hash_info.combiner not in COMBINERS:
         raise ValueError(f"combiner {hash_info.combiner!r} is not one of {', '.join(COMBINERS)}")
     row_of, keys, values = ntv_triples(_combine(ntv))
-    ids = _hash_distinct(keys, hash_info).reshape(-1)  # entry-major, k per entry
-    return combine_sparse(np.repeat(row_of, k), ids, np.repeat(values, k), len(ntv), hash_info.combiner)
+    ids, distinct = _hash_distinct(keys, hash_info, keep)
+    ids = ids.reshape(-1)  # entry-major, k per entry
+    indices, values = combine_sparse(
+        np.repeat(row_of, k), ids, np.repeat(values, k), len(ntv), hash_info.combiner
+    )
+    return indices, values, distinct  # a null or empty NTV gives an empty vector: no dummy id
 
 
 def _check_hashing(num_buckets: int, num_functions: int, hash_function: str) -> None:
@@ -461,15 +482,56 @@ def _check_hashing(num_buckets: int, num_functions: int, hash_function: str) -> 
         )
 
 
-def _hash_distinct(values: pa.Array, hash_info: HashInfo) -> np.ndarray:
-    """``[len(values), k]`` int64 ids of non-null flat values, hashing each distinct value once."""
-    k = hash_info.num_hash_functions
-    if len(values) == 0:
-        return np.zeros((0, k), dtype=np.int64)
-    if k == 1 and hash_info.hash_function == "fingerprint" and not pa.types.is_dictionary(values.type):
-        encoded, fingerprints = distinct_fingerprints(values)
-        ids = (fingerprints % _U64(hash_info.hash_bucket_size)).astype(np.int64)
-        return ids[np.asarray(encoded.indices, dtype=np.int64)].reshape(-1, 1)
+@dataclass
+class DistinctHashes:
+    """What one hashing of a tensor's values saw, per distinct value: for the run report's
+    bucket loads and collisions (see `beam_tensorize.kernels.report.statistics`), so that the
+    report does not hash the values again.
+
+    Attributes:
+        counts: int64 occurrences of each distinct value (each at least 1).
+        ids: int64 ``[distinct, k]``: each distinct value's bucket id under each hash function.
+        fingerprints: uint64 FarmHash Fingerprint64 of each distinct value's canonical string
+            when the tensor hashes with one fingerprint function (the default), else None.
+        keys: the distinct values' canonical strings (what the hash functions read) when
+            ``fingerprints`` is None, else None.
+        dummy_rows: rows given the dummy id (a null scalar, a null list, a list without values).
+    """
+
+    counts: np.ndarray
+    ids: np.ndarray
+    fingerprints: np.ndarray | None = None
+    keys: pa.Array | None = None
+    dummy_rows: int = 0
+
+
+def distinct_hashes(column: pa.Array, tensor: TensorConfig) -> DistinctHashes:
+    """What the hashing step sees of `tensor`'s column (its `hashInfo`), without the ids per row.
+
+    Raises:
+        ValueError: as `hash_tensors` for a column the tensor cannot hash.
+    """
+    hash_info = tensor.input.transform_config.hash_info
+    column = _combine(column)
+    if is_hashed_ntv(tensor) and is_ntv(column.type):
+        return _hash_ntv(column, hash_info, keep=True)[2]
+    return _hash_column(column, hash_info, keep=True)[1]
+
+
+def _hash_distinct(
+    values: pa.Array, hash_info: HashInfo, keep: bool = False
+) -> tuple[np.ndarray, DistinctHashes | None]:
+    """``[len(values), k]`` int64 ids of non-null flat values, hashing each distinct value once;
+    and, when `keep`, what was hashed (else None)."""
+    n, k = hash_info.hash_bucket_size, hash_info.num_hash_functions
+    one_fingerprint = k == 1 and hash_info.hash_function == "fingerprint"
+    if len(values) == 0:  # (of any type, even null)
+        empty = np.zeros((0, k), dtype=np.int64)
+        if not keep:
+            return empty, None
+        if one_fingerprint:
+            return empty, DistinctHashes(np.zeros(0, np.int64), empty, fingerprints=np.zeros(0, np.uint64))
+        return empty, DistinctHashes(np.zeros(0, np.int64), empty, keys=pa.array([], pa.binary()))
     if pa.types.is_dictionary(values.type) and not values.dictionary.null_count:
         encoded = values
     else:
@@ -477,46 +539,31 @@ def _hash_distinct(values: pa.Array, hash_info: HashInfo) -> np.ndarray:
             values = values.dictionary_decode()
         encoded = pc.dictionary_encode(values)
     keys = canonical_strings(encoded.dictionary)
-    table = np.empty((len(keys), k), dtype=np.int64)
-    for j in range(k):
-        table[:, j] = hash_buckets(keys, hash_info.hash_bucket_size, j, k, hash_info.hash_function)
-    return table[np.asarray(encoded.indices, dtype=np.int64)]
+    fingerprints = None
+    if one_fingerprint:
+        fingerprints = _fingerprints(_as_binary(keys))
+        table = (fingerprints % _U64(n)).astype(np.int64).reshape(-1, 1)
+        keys = None
+    else:
+        table = np.empty((len(keys), k), dtype=np.int64)
+        for j in range(k):
+            table[:, j] = hash_buckets(keys, n, j, k, hash_info.hash_function)
+    indices = np.asarray(encoded.indices, dtype=np.int64)
+    ids = table[indices]
+    if not keep:
+        return ids, None
+    counts = np.bincount(indices, minlength=len(table))
+    if not counts.all():  # a dictionary input may hold entries no row uses
+        used = counts > 0
+        counts, table = counts[used], table[used]
+        fingerprints = None if fingerprints is None else fingerprints[used]
+        keys = None if keys is None else keys.filter(pa.array(used))
+    return ids, DistinctHashes(counts, table, fingerprints, keys)
 
 
-#: The last few `distinct_fingerprints` results (values, encoded, fingerprints).
-_RECENT_FINGERPRINTS: deque = deque(maxlen=8)
-_RECENT_LOCK = threading.Lock()
-
-
-def distinct_fingerprints(values: pa.Array) -> tuple[pa.DictionaryArray, np.ndarray]:
-    """`values` dictionary-encoded, and the FarmHash Fingerprint64 (what one fingerprint hash
-    function reduces modulo the bucket count) of each dictionary entry's canonical string.
-
-    Args:
-        values: flat values without nulls, not dictionary-encoded.
-
-    Returns:
-        ``(encoded, fingerprints)``: ``encoded.dictionary`` the distinct values in order of first
-        occurrence, ``fingerprints`` uint64, one per distinct value.
-
-    The results of the last few calls are kept and given again for values equal to theirs
-    (compared by content): the hashing step and the run report's statistics both ask for the
-    same batch's values, which are then hashed once.
-    """
-    values = _combine(values)
-    with _RECENT_LOCK:
-        recent = list(_RECENT_FINGERPRINTS)
-    for seen, encoded, fingerprints in recent:
-        if seen is values or (len(seen) == len(values) and seen.type == values.type and seen.equals(values)):
-            return encoded, fingerprints
-    encoded = pc.dictionary_encode(values)
-    keys = _as_binary(canonical_strings(encoded.dictionary))
-    fingerprints = np.fromiter(
-        map(farmhash.fingerprint64, keys.to_pylist()), dtype=np.uint64, count=len(keys)
-    )
-    with _RECENT_LOCK:
-        _RECENT_FINGERPRINTS.append((values, encoded, fingerprints))
-    return encoded, fingerprints
+def _fingerprints(data: pa.Array) -> np.ndarray:
+    """uint64 FarmHash Fingerprint64 of each binary value."""
+    return np.fromiter(map(farmhash.fingerprint64, data.to_pylist()), dtype=np.uint64, count=len(data))
 
 
 def _combine(arr):
@@ -571,17 +618,46 @@ def hash_tensors(batch: pa.RecordBatch, tensors: Sequence[TensorConfig]) -> pa.R
             several hash functions), naming the tensor.
     """
 
+    return _hash_tensors(batch, tensors, None)
+
+
+def hash_tensors_with_distinct(
+    batch: pa.RecordBatch, tensors: Sequence[TensorConfig]
+) -> tuple[pa.RecordBatch, dict[str, DistinctHashes]]:
+    """`hash_tensors`, and per hashed tensor what its hashing saw (`DistinctHashes`): the run
+    report's statistics take them instead of hashing the same values again.
+
+    Example:
+        >>> from beam_tensorize.config import parse_config
+        >>> config = parse_config({"features": [{
+        ...     "inputFeatureInfo": {"columnExpr": "g", "transformConfig": {"hashInfo": {"hashBucketSize": 100}}},
+        ...     "outputTensorInfo": {"name": "g", "dtype": "long", "shape": []}}]})
+        >>> batch = pa.RecordBatch.from_pydict({"g": ["Drama", "Drama", None]})
+        >>> hashed, seen = hash_tensors_with_distinct(batch, config.tensors)
+        >>> hashed.column(0).to_pylist(), seen["g"].counts.tolist(), seen["g"].ids.tolist(), seen["g"].dummy_rows
+        ([40, 40, 100], [2], [[40]], 1)
+    """
+    seen: dict[str, DistinctHashes] = {}
+    return _hash_tensors(batch, tensors, seen), seen
+
+
+def _hash_tensors(
+    batch: pa.RecordBatch, tensors: Sequence[TensorConfig], seen: dict[str, DistinctHashes] | None
+) -> pa.RecordBatch:
     def replace(tensor: TensorConfig, field: pa.Field, column: pa.Array):
         hash_info = tensor.input.transform_config.hash_info
         if hash_info is None:
             return None
-        hashed = _hash_tensor(tensor, hash_info, column)
+        hashed = _hash_tensor(tensor, hash_info, column, seen)
         return pa.field(tensor.name, hashed.type), hashed
 
     return replace_tensor_columns(batch, tensors, replace)
 
 
-def _hash_tensor(tensor: TensorConfig, hash_info: HashInfo, column: pa.Array) -> pa.Array:
+def _hash_tensor(
+    tensor: TensorConfig, hash_info: HashInfo, column: pa.Array, seen: dict[str, DistinctHashes] | None
+) -> pa.Array:
+    """The tensor's hashed column; what was hashed goes into `seen` (when given) by name."""
     name, out = tensor.name, tensor.output
     ntv_input = is_ntv(column.type)
     if is_hashed_ntv(tensor) != ntv_input:
@@ -591,11 +667,15 @@ def _hash_tensor(tensor: TensorConfig, hash_info: HashInfo, column: pa.Array) ->
             f"{', isSparse' if out.is_sparse else ''} needs {expected}, got {column.type}"
         )
     if ntv_input:
-        indices, values = hash_ntv(column, hash_info)
+        indices, values, distinct = _hash_ntv(column, hash_info, keep=seen is not None)
+        if seen is not None:
+            seen[name] = distinct
         if out.is_sparse or out.dtype == "sparseVector":
             return pa.StructArray.from_arrays([indices, values], ["indices", "values"])
         return sparse_to_dense(indices, values, hash_info.hash_bucket_size)
-    ids = hash_column(column, hash_info)
+    ids, distinct = _hash_column(column, hash_info, keep=seen is not None)
+    if seen is not None:
+        seen[name] = distinct
     if not is_list_type(column.type) and not out.shape:
         if hash_info.num_hash_functions != 1:
             raise ValueError(

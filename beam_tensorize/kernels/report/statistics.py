@@ -12,10 +12,11 @@
 
 It is filled from the batches *before* hashing and feature-list lookup (what `ExtractFeatures`
 gives): the statistics describe the values people recognise (strings, NTV `name,term`
-entries), and hashed tensors are hashed with the job's hash functions (distinct values only;
-with one fingerprint function, the default, the FarmHash fingerprints the hashing step computed
-for the same batch are reused, see `hashing.distinct_fingerprints`). `describe` turns it into
-the report's JSON document (see docs/report.md).
+entries). Hashed tensors' buckets come from what the hashing step saw of the same batch
+(`add_distinct_hashes` with `hashing.hash_tensors_with_distinct`'s results, each distinct value
+hashed once for both), or, for batches no hashing step saw, from hashing their distinct values
+with the job's hash functions (`add_batch`). `describe` turns it into the report's JSON
+document (see docs/report.md).
 
 Example:
     >>> import pyarrow as pa
@@ -48,8 +49,8 @@ import pyarrow.compute as pc
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.arrow_types import is_list_type, list_lengths
 from beam_tensorize.kernels.features.conversion import is_hashed_ntv
-from beam_tensorize.kernels.features.hashing import canonical_strings, distinct_fingerprints, hash_buckets
-from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts, ntv_triples
+from beam_tensorize.kernels.features.hashing import DistinctHashes, distinct_hashes, hash_buckets
+from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts
 from beam_tensorize.kernels.features.vocab import uses_feature_list
 from beam_tensorize.kernels.provenance import source_of
 from beam_tensorize.kernels.report.sketches import (
@@ -145,8 +146,10 @@ class TensorStatistics:
 
     # --- filling -----------------------------------------------------------------------------
 
-    def add(self, column: pa.Array, vocabulary: pa.Array | None = None) -> None:
-        """Add a column of this tensor (as extracted, before hashing / feature lists)."""
+    def add(self, column: pa.Array, vocabulary: pa.Array | None = None, hashes: bool = True) -> None:
+        """Add a column of this tensor (as extracted, before hashing / feature lists); a hashed
+        tensor's values are hashed for its bucket statistics unless `hashes` is False (the
+        hashing step's `DistinctHashes` then come through `add_distinct_hashes`)."""
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         rows = len(column)
@@ -155,14 +158,14 @@ class TensorStatistics:
         if self.not_summarized is not None:
             return
         try:
-            self._add_values(column, vocabulary)
+            self._add_values(column, vocabulary, hashes)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
             # The statistics never fail a job: its own steps judge the values (and name the
             # tensor); a type the report cannot summarise gets its row counts only.
             self.not_summarized = str(column.type)
             self.lengths = self.values = self.top = self.unknown = None
 
-    def _add_values(self, column: pa.Array, vocabulary: pa.Array | None) -> None:
+    def _add_values(self, column: pa.Array, vocabulary: pa.Array | None, hashes: bool) -> None:
         t = column.type
         lengths = None
         if is_ntv(t):
@@ -189,8 +192,8 @@ class TensorStatistics:
             if self.lengths is None:
                 self.lengths = NumericSketch()
             self.lengths.add(kept)
-        if self.hash_info is not None:
-            self._add_hashed(column, lengths)
+        if self.hash_info is not None and hashes:
+            self.add_distinct_hashes(distinct_hashes(column, self.tensor))
 
     def _add_leaf(self, flat: pa.Array, vocabulary: pa.Array | None) -> None:
         flat = flat.drop_null() if flat.null_count else flat
@@ -224,48 +227,24 @@ class TensorStatistics:
             self.unknown = (self.unknown or 0) + int(counts[~known].sum())
             self.list_size = len(vocabulary)
 
-    def _add_hashed(self, column: pa.Array, lengths: np.ndarray | None) -> None:
-        info = self.hash_info
-        n, k = info.hash_bucket_size, info.num_hash_functions
-        if is_hashed_ntv(self.tensor) and is_ntv(column.type):
-            keys = ntv_triples(column)[1]
-            dummies = 0  # a null or empty NTV gives an empty vector
-        else:
-            flat = column
-            while is_list_type(flat.type):
-                flat = flat.flatten()
-            keys = flat.drop_null() if flat.null_count else flat
-            if pa.types.is_dictionary(keys.type):
-                keys = keys.dictionary_decode()
-            if lengths is None:
-                dummies = column.null_count
-            else:  # rows without any non-null value
-                dummies = len(column) - _rows_with_values(column)
-        first = None
-        if k == 1 and info.hash_function == "fingerprint":  # one FarmHash gives both
-            encoded, fingerprints = distinct_fingerprints(keys)  # the hashing step's, when cached
-            counts = np.bincount(np.asarray(encoded.indices, np.int64), minlength=len(fingerprints))
-            identity = (fingerprints >> np.uint64(2)).astype(np.int64)
-            if self.loads is not None:
-                first = (fingerprints % np.uint64(n)).astype(np.int64)
-        else:
-            counted = pc.value_counts(keys)
-            distinct = canonical_strings(counted.field("values"))  # what the hash functions read
-            counts = np.asarray(counted.field("counts"), np.int64)
-            identity = hash_buckets(distinct, _IDENTITY_BUCKETS, 0, 2) if len(distinct) else None
-        if not len(counts):
-            if self.loads is not None:
-                self.loads[n] += dummies * k
+    def add_distinct_hashes(self, seen: DistinctHashes) -> None:
+        """Add what the hashing step saw of one batch of this (hashed) tensor: bucket loads,
+        the dummy ids, and the distinct values' identities (for distinct counts and collisions)."""
+        n, k = self.hash_info.hash_bucket_size, self.hash_info.num_hash_functions
+        if self.loads is not None:
+            self.loads[n] += seen.dummy_rows * k
+        if not len(seen.counts):
             return
+        if seen.fingerprints is not None:  # one FarmHash function: its fingerprint names the value
+            identity = (seen.fingerprints >> np.uint64(2)).astype(np.int64)
+        else:
+            identity = hash_buckets(seen.keys, _IDENTITY_BUCKETS, 0, 2)
         self.distinct.add(identity)
         if self.loads is None:
             return
-        self.loads[n] += dummies * k
         for j in range(k):
-            buckets = (
-                first if j == 0 and first is not None else hash_buckets(distinct, n, j, k, info.hash_function)
-            )
-            self.loads[:n] += np.bincount(buckets, weights=counts, minlength=n).astype(np.int64)
+            buckets = seen.ids[:, j]
+            self.loads[:n] += np.bincount(buckets, weights=seen.counts, minlength=n).astype(np.int64)
             if j == 0:
                 np.minimum.at(self.low, buckets, identity)
                 np.maximum.at(self.high, buckets, identity)
@@ -452,17 +431,6 @@ def _one_value(strings: pa.Array) -> bool:
     return bool((data.reshape(-1, size) == data[:size]).all())
 
 
-def _rows_with_values(column: pa.Array) -> int:
-    """Rows of a list column holding at least one non-null value (any nesting)."""
-    flat, parents = column, None
-    while is_list_type(flat.type):
-        index = np.asarray(pc.list_parent_indices(flat), np.int64)
-        parents = index if parents is None else parents[index]
-        flat = flat.flatten()
-    valid = np.asarray(flat.is_valid(), bool)
-    return len(np.unique(parents[valid])) if parents is not None else int(valid.sum())
-
-
 def describe_numbers(sketch: NumericSketch) -> dict:
     """A numeric distribution of the report: moments, quantiles, a histogram, the sketch."""
     entry = {
@@ -525,8 +493,12 @@ class Statistics:
         self.first_batch: float | None = None
         self.last_batch: float | None = None
 
-    def add_batch(self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None) -> None:
-        """Add one extracted batch; `vocabularies`: the feature lists' entries by tensor."""
+    def add_batch(
+        self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None, hashes: bool = True
+    ) -> None:
+        """Add one extracted batch; `vocabularies`: the feature lists' entries by tensor;
+        `hashes=False`: the hashed tensors' buckets come from the hashing step instead
+        (`add_distinct_hashes`)."""
         vocabularies = vocabularies or {}
         source = source_of(batch)
         path = source[0] if source else ""
@@ -539,7 +511,12 @@ class Statistics:
             vocabulary = vocabularies.get(name)
             if vocabulary is not None and not uses_feature_list(stats.tensor, column.type):
                 vocabulary = None
-            stats.add(column, vocabulary)
+            stats.add(column, vocabulary, hashes)
+
+    def add_distinct_hashes(self, seen: Mapping[str, DistinctHashes]) -> None:
+        """Add what the hashing step saw of one batch (`hash_tensors_with_distinct`), by tensor."""
+        for name, distinct in seen.items():
+            self.tensors[name].add_distinct_hashes(distinct)
 
     def add_dead_letter(self, letter: dict, text: str) -> None:
         """Add one dead letter (`text`: its JSON line)."""
