@@ -19,6 +19,8 @@ Run from the repository root:
     python benchmarks/bench_report.py                     # 200,000 rows, best of 3
     python benchmarks/bench_report.py --rows 20000 --repeats 1   # quick check
     python benchmarks/bench_report.py --fresh   # each run a new process, as from the shell
+    python benchmarks/bench_report.py --fresh --rows 4000000 \\
+        --input '/tmp/beam_tensorize-bench-scale/input-4M/*.avro'   # bench_scale.py's 4M input
 
 Runs in this process share its imports: matplotlib, once imported by a run that drew a page in
 this process, costs the later runs nothing; a new process per run (`--fresh`) pays every import
@@ -89,9 +91,12 @@ def _bench(args: argparse.Namespace, workdir: str) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_tensorize import generate_movielens_avro
 
-    avro_path = os.path.join(workdir, "movielens.avro")
-    print(f"generating {args.rows} rows -> {avro_path} (not timed)", flush=True)
-    generate_movielens_avro(avro_path, args.rows, seed=args.seed)
+    if args.input:  # given inputs of `--rows` rows in all (checked against every report)
+        avro_path = args.input
+    else:
+        avro_path = os.path.join(workdir, "movielens.avro")
+        print(f"generating {args.rows} rows -> {avro_path} (not timed)", flush=True)
+        generate_movielens_avro(avro_path, args.rows, seed=args.seed)
     import pipelines.tensorize  # noqa: F401 - imports before timing
 
     variants = ("none", "json", "html")
@@ -156,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="Runs of each, alternating; best is kept.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the data generator (default 0).")
     parser.add_argument("--workdir", default=None, help="Folder for input and outputs (kept).")
+    parser.add_argument(
+        "--input",
+        default=None,
+        help="Existing MovieLens-like Avro input (a path or glob, e.g. bench_scale.py's 4M input) "
+        "instead of a generated one; --rows must give its row count.",
+    )
     parser.add_argument(
         "--fresh",
         action="store_true",

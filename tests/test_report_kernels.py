@@ -61,6 +61,32 @@ def test_numeric_sketch_moments_and_quantiles_match_numpy():
         assert _quantile_ok(data, q, sketch.quantile(q)), q
 
 
+def test_numeric_sketch_of_float32_strided_and_integer_batches_equals_float64():
+    """Batches that are not contiguous float64 (converted in a reused buffer) give the sketch of
+    the same values as float64, batch after batch of different sizes."""
+    rng = np.random.default_rng(4)
+    batches = [
+        rng.normal(0, 3, 70_000).astype(np.float32),
+        rng.normal(5, 1, (2_000, 2))[:, 0],  # a strided view
+        rng.integers(-50, 50, 90_000),
+        rng.random(10) < 0.5,
+    ]
+    given, reference = NumericSketch(), NumericSketch()
+    for batch in batches:
+        given.add(batch)
+        reference.add(np.array(batch, dtype=np.float64))
+    reference.integral = given.integral
+    assert given.integral is False and (given.count, given.zeros) == (reference.count, reference.zeros)
+    assert (given.minimum, given.maximum, given.total, given.squares) == (
+        reference.minimum,
+        reference.maximum,
+        reference.total,
+        reference.squares,
+    )
+    assert given.points()[0].tolist() == reference.points()[0].tolist()
+    assert given.points()[1].tolist() == reference.points()[1].tolist()
+
+
 def test_sketches_do_not_depend_on_the_order_of_batches():
     rng = np.random.default_rng(2)
     data = rng.normal(0, 100, 20_000)

@@ -100,11 +100,15 @@ def _bucket_points(index: np.ndarray, integral: bool) -> np.ndarray:
 _SCRATCH = threading.local()
 
 
-def _scratch(size: int) -> np.ndarray:
-    """An int64 buffer of `size` values, reused by this thread's sketches."""
-    buffer = getattr(_SCRATCH, "buffer", None)
+def _scratch(size: int, dtype=np.int64) -> np.ndarray:
+    """A buffer of `size` values of `dtype` (int64 or float64), reused by this thread's
+    sketches: a fresh array per batch costs more than the work on it (large ones are mapped
+    from the system and faulted in again on every batch)."""
+    name = f"buffer_{np.dtype(dtype).name}"
+    buffer = getattr(_SCRATCH, name, None)
     if buffer is None or len(buffer) < size:
-        buffer = _SCRATCH.buffer = np.empty(max(size, 1 << 16), np.int64)
+        buffer = np.empty(max(size, 1 << 16), dtype)
+        setattr(_SCRATCH, name, buffer)
     return buffer[:size]
 
 
@@ -186,7 +190,10 @@ class NumericSketch:
             return
         if not (np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_):
             self.integral = False
-        values = np.ascontiguousarray(values, dtype=np.float64)
+        if values.dtype != np.float64 or not values.flags.c_contiguous:
+            converted = _scratch(len(values), np.float64)
+            np.copyto(converted, values, casting="unsafe")
+            values = converted
         total = float(values.sum())
         if not math.isfinite(total):  # a NaN or an infinity (or a sum past float64's range)
             finite = np.isfinite(values)
