@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from beam_tensorize.job.finish import SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
+from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.transforms.ranking import PrepRankingData
 
 __all__ = ["main"]
@@ -90,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{options.input} holds no metadata/tensor_metadata.json: give a tensorized output folder"
             )
         split = SPLIT_FOLDERS[_MODES[options.execution_mode]]
-        pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+        pipeline_options = PipelineOptions(beam_args)
+        pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
         _ = pipeline | PrepRankingData(
             options.input, options.output, metadata, settings, split, options.record_format,
             options.num_output_files, options.save_mode,

@@ -46,6 +46,7 @@ from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.progress import PROGRESS_ENV, ProgressReporter, format_rate, read_progress
+from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
 from pipelines import avro2tf_flags
@@ -587,7 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _refuse_unknown_flags(pipeline_options)
         spec = _resolve(options)
-        pipeline = beam.Pipeline(options=pipeline_options)  # also sets up the file systems
+        # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
+        pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
         build_pipeline(pipeline, spec)
         dry_run = pipeline_options.view_as(TestOptions).dry_run
         if not dry_run:

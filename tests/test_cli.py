@@ -6,6 +6,7 @@ import collections
 import json
 import os
 import shutil
+import tempfile
 
 import fastavro
 import numpy as np
@@ -327,3 +328,38 @@ def test_avro2tf_spellings_training_and_a_trailing_group_separator(tmp_path):
     assert (tmp_path / "o" / "featureList" / "a").read_text() == (
         tmp_path / "o" / "featureList" / "b"
     ).read_text()
+
+
+@pytest.mark.parametrize("runner", [[], ["--runner", "DirectRunner"]])
+def test_the_direct_runner_runs_in_process_without_trying_prism(tmp_path, monkeypatch, runner):
+    """The DirectRunner (the default) is Beam's in-process runner whatever the network allows:
+    Beam's Prism runner is never started, and the temporary directory gets no `beam-temp*`
+    folder from its job server."""
+    from apache_beam.runners.portability import prism_runner
+
+    tried = []
+    run_on_prism = prism_runner.PrismRunner.run_pipeline
+
+    def record(self, *args, **kwargs):  # Beam falls back when Prism fails: record the attempt
+        tried.append(True)
+        return run_on_prism(self, *args, **kwargs)
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", record)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    assert main(["--output", str(tmp_path / "out"), "--quiet", "--report", "none", *runner]) == 0
+    assert (tmp_path / "out" / "_SUCCESS").exists()
+    assert tried == []
+    assert sorted(p.name for p in temp.iterdir() if p.name.startswith("beam-temp")) == []
+
+
+def test_the_runner_of_other_flags_is_beams_choice():
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from beam_tensorize.runners.direct import direct_runner_for
+
+    assert type(direct_runner_for(PipelineOptions(["--runner", "direct"]))).__name__ == "FnApiRunner"
+    assert direct_runner_for(PipelineOptions(["--runner", "PortableRunner"])) is None
+    assert direct_runner_for(PipelineOptions(["--runner", "BundleBasedDirectRunner"])) is None
+    assert direct_runner_for(PipelineOptions(["--streaming"])) is None

@@ -1,0 +1,52 @@
+"""The local runner of the command-line jobs: Beam's in-process FnApiRunner, never Prism.
+
+Beam's `DirectRunner` first tries its Prism runner, a Go binary it downloads from GitHub on
+first use, and falls back to its in-process FnApiRunner when Prism cannot start. Which one runs
+a job then depends on the network. This project's results, tests and benchmarks are the
+FnApiRunner's, and `--direct_running_mode` / `--direct_num_workers` are its settings. Where
+Prism cannot be fetched, every run also paid ~0.3 s for the attempt and left an empty
+`beam-temp*` folder in the temporary directory.
+
+`direct_runner_for(options)` gives the FnApiRunner, set up as Beam's `DirectRunner` sets it up
+(the pipeline options handed to its SDK workers), when `options` name the DirectRunner (the
+default) for a batch job; otherwise None, and Beam picks the runner from the options as usual.
+
+Example:
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
+    >>> type(direct_runner_for(PipelineOptions([]))).__name__
+    'FnApiRunner'
+    >>> direct_runner_for(PipelineOptions(["--runner", "DataflowRunner"])) is None
+    True
+"""
+
+from __future__ import annotations
+
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.runners.runner import PipelineRunner
+
+__all__ = ["direct_runner_for"]
+
+#: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
+_DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
+
+
+def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:
+    """Beam's FnApiRunner for a batch job whose options name the DirectRunner (or no runner);
+    None for any other runner or a streaming job."""
+    standard = options.view_as(StandardOptions)
+    runner = standard.runner
+    if runner is not None and (not isinstance(runner, str) or runner.lower() not in _DIRECT_NAMES):
+        return None
+    if standard.streaming:
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    # As Beam's DirectRunner does when it runs the FnApiRunner: its SDK workers (worker
+    # processes in multi_processing mode) get the job's pipeline options.
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+    )
+    return fn_runner.FnApiRunner(provision_info=provision)
