@@ -260,8 +260,11 @@ def run_naive(avro_path: str, out_dir: str) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from beam_tensorize.runners.direct import direct_runner_for
+
     row_to_example = _make_row_to_example()
-    with beam.Pipeline(options=PipelineOptions(list(_RUNNER_ARGS))) as pipeline:
+    options = PipelineOptions(list(_RUNNER_ARGS))  # on the CLI's runner: in-process, no Prism
+    with beam.Pipeline(runner=direct_runner_for(options), options=options) as pipeline:
         _ = (
             pipeline
             | "ReadFromAvro" >> beam.io.ReadFromAvro(avro_path)

@@ -35,6 +35,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from beam_tensorize.io import ReadTFRecord, WriteTFRecord
+from beam_tensorize.runners.direct import direct_runner_for
 
 _TAGS = ["news", "sport", "music", "film", "travel", "food"]
 
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def write_ours(partitioned: bool) -> None:
         out = os.path.join(work, "ours_partitioned" if partitioned else "ours")
-        with beam.Pipeline(options=_options()) as p:
+        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
             _ = (
                 p
                 | beam.Create(batches)
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def write_naive() -> None:
         shutil.rmtree(os.path.join(work, "naive"), ignore_errors=True)
-        with beam.Pipeline(options=_options()) as p:
+        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
             _ = (
                 p
                 | beam.Create(rows)
@@ -144,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     def read_ours() -> None:
-        with beam.Pipeline(options=_options()) as p:
+        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
             _save_total(
                 p | ReadTFRecord(os.path.join(work, "ours")) | beam.Map(lambda b: b.num_rows), counted
             )
 
     def read_naive() -> None:
-        with beam.Pipeline(options=_options()) as p:
+        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
             records = p | beam.io.ReadFromTFRecord(os.path.join(work, "naive", "part*"))
             _save_total(records | beam.Map(lambda r: len(_naive_parse(r)) and 1), counted)
 

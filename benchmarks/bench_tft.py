@@ -160,7 +160,13 @@ def run_tft(avro: str, out: str, temp: str) -> None:
                 self._encoder = RecordBatchToExamplesEncoder()
             yield from self._encoder.encode(batch)
 
-    with beam.Pipeline(options=PipelineOptions(_RUNNER)) as p, tft_beam.Context(temp_dir=temp):
+    from beam_tensorize.runners.direct import direct_runner_for
+
+    options = PipelineOptions(_RUNNER)  # on the CLI's runner: in-process, no Prism
+    with (
+        beam.Pipeline(runner=direct_runner_for(options), options=options) as p,
+        tft_beam.Context(temp_dir=temp),
+    ):
         batches = (
             p
             | ReadAvro(
