@@ -14,3 +14,27 @@ def _doctests_run_in_a_temporary_folder(request, tmp_path, monkeypatch):
     """Docstring examples write relative paths: keep them out of the source tree."""
     if type(request.node).__name__ == "DoctestItem":
         monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _direct_runner_in_process():
+    """Pipelines on Beam's DirectRunner run here as the CLIs run them
+    (`beam_tensorize.runners.direct`): on its in-process FnApiRunner, without first trying Beam's
+    Prism runner, which would start a job server (~0.3 s and an empty `beam-temp*` folder in
+    the temporary directory per pipeline) and which Beam downloads when the network allows."""
+    from apache_beam.runners.direct import direct_runner
+
+    from beam_tensorize.runners.direct import direct_runner_for
+
+    switching = direct_runner.SwitchingDirectRunner
+    run_as_beam_does = switching.run_pipeline
+
+    def run_pipeline(self, pipeline, options):
+        in_process = direct_runner_for(options)
+        if in_process is None:  # a streaming job: Beam's own choice
+            return run_as_beam_does(self, pipeline, options)
+        return in_process.run_pipeline(pipeline, options)
+
+    switching.run_pipeline = run_pipeline
+    yield
+    switching.run_pipeline = run_as_beam_does
