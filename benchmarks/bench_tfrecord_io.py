@@ -68,8 +68,10 @@ def _batches(rows: list[dict], size: int = 8192) -> list[pa.RecordBatch]:
     return [pa.RecordBatch.from_pylist(rows[i : i + size], schema=schema) for i in range(0, len(rows), size)]
 
 
-def _options() -> PipelineOptions:
-    return PipelineOptions(["--direct_running_mode=in_memory", "--direct_num_workers=1"])
+def _pipeline() -> beam.Pipeline:
+    """A pipeline on the CLI's runner: the DirectRunner in-process (no Prism), one worker."""
+    options = PipelineOptions(["--direct_running_mode=in_memory", "--direct_num_workers=1"])
+    return beam.Pipeline(runner=direct_runner_for(options), options=options)
 
 
 def _naive_example(row: dict) -> bytes:
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def write_ours(partitioned: bool) -> None:
         out = os.path.join(work, "ours_partitioned" if partitioned else "ours")
-        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
+        with _pipeline() as p:
             _ = (
                 p
                 | beam.Create(batches)
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def write_naive() -> None:
         shutil.rmtree(os.path.join(work, "naive"), ignore_errors=True)
-        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
+        with _pipeline() as p:
             _ = (
                 p
                 | beam.Create(rows)
@@ -145,13 +147,13 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     def read_ours() -> None:
-        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
+        with _pipeline() as p:
             _save_total(
                 p | ReadTFRecord(os.path.join(work, "ours")) | beam.Map(lambda b: b.num_rows), counted
             )
 
     def read_naive() -> None:
-        with beam.Pipeline(runner=direct_runner_for(_options()), options=_options()) as p:
+        with _pipeline() as p:
             records = p | beam.io.ReadFromTFRecord(os.path.join(work, "naive", "part*"))
             _save_total(records | beam.Map(lambda r: len(_naive_parse(r)) and 1), counted)
 

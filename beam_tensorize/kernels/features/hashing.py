@@ -396,27 +396,7 @@ def _hash_column(
     """`hash_column`, and what it hashed when `keep` (else None)."""
     n, k = hash_info.hash_bucket_size, hash_info.num_hash_functions
     _check_hashing(n, k, hash_info.hash_function)
-    column = _combine(column)
-    rows = len(column)
-    if is_list_type(column.type):
-        item = column.type.value_type
-        if is_list_type(item) or pa.types.is_struct(item) or pa.types.is_map(item):
-            raise ValueError(f"cannot hash a list of {item}: only flat lists of scalar values are supported")
-        column = as_large_list(column)
-        lengths = list_lengths(column)
-        flat = column.flatten()
-    else:
-        if pa.types.is_struct(column.type) or pa.types.is_map(column.type):
-            raise ValueError(f"cannot hash a column of type {column.type}")
-        lengths = np.ones(rows, dtype=np.int64)
-        flat = column
-    counts = lengths
-    if flat.null_count:
-        valid = np.asarray(flat.is_valid(), dtype=bool)
-        valid_before = np.concatenate([[0], np.cumsum(valid, dtype=np.int64)])
-        row_start = np.concatenate([[0], np.cumsum(lengths)])
-        counts = valid_before[row_start[1:]] - valid_before[row_start[:-1]]
-        flat = flat.filter(pa.array(valid))
+    flat, counts = _flat_values(column)
     ids, distinct = _hash_distinct(flat, hash_info, keep)  # [values, k]
     out_counts = np.where(counts > 0, counts * k, k).astype(np.int64)
     if counts.all():  # no row needs the dummy id
@@ -429,6 +409,33 @@ def _hash_column(
     if distinct is not None:
         distinct.dummy_rows = int((counts == 0).sum())
     return hashed, distinct
+
+
+def _flat_values(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The non-null values of a column of scalars or flat lists, and how many each row holds.
+
+    Raises:
+        ValueError: lists of lists, structs or maps.
+    """
+    column = _combine(column)
+    if is_list_type(column.type):
+        item = column.type.value_type
+        if is_list_type(item) or pa.types.is_struct(item) or pa.types.is_map(item):
+            raise ValueError(f"cannot hash a list of {item}: only flat lists of scalar values are supported")
+        column = as_large_list(column)
+        lengths = list_lengths(column)
+        flat = column.flatten()
+    else:
+        if pa.types.is_struct(column.type) or pa.types.is_map(column.type):
+            raise ValueError(f"cannot hash a column of type {column.type}")
+        lengths = np.ones(len(column), dtype=np.int64)
+        flat = column
+    if not flat.null_count:
+        return flat, lengths
+    valid = np.asarray(flat.is_valid(), dtype=bool)
+    valid_before = np.concatenate([[0], np.cumsum(valid, dtype=np.int64)])
+    row_start = np.concatenate([[0], np.cumsum(lengths)])
+    return flat.filter(pa.array(valid)), valid_before[row_start[1:]] - valid_before[row_start[:-1]]
 
 
 def hash_ntv(ntv: pa.Array, hash_info: HashInfo) -> tuple[pa.LargeListArray, pa.LargeListArray]:
@@ -506,16 +513,22 @@ class DistinctHashes:
 
 
 def distinct_hashes(column: pa.Array, tensor: TensorConfig) -> DistinctHashes:
-    """What the hashing step sees of `tensor`'s column (its `hashInfo`), without the ids per row.
+    """What the hashing step sees of `tensor`'s column (its `hashInfo`), without building the
+    hashed rows.
 
     Raises:
         ValueError: as `hash_tensors` for a column the tensor cannot hash.
     """
     hash_info = tensor.input.transform_config.hash_info
+    _check_hashing(hash_info.hash_bucket_size, hash_info.num_hash_functions, hash_info.hash_function)
     column = _combine(column)
     if is_hashed_ntv(tensor) and is_ntv(column.type):
-        return _hash_ntv(column, hash_info, keep=True)[2]
-    return _hash_column(column, hash_info, keep=True)[1]
+        # A null or empty NTV gives an empty vector: no dummy id.
+        return _hash_distinct(ntv_triples(column)[1], hash_info, keep=True)[1]
+    flat, counts = _flat_values(column)
+    distinct = _hash_distinct(flat, hash_info, keep=True)[1]
+    distinct.dummy_rows = int((counts == 0).sum())
+    return distinct
 
 
 def _hash_distinct(
@@ -648,16 +661,18 @@ def _hash_tensors(
         hash_info = tensor.input.transform_config.hash_info
         if hash_info is None:
             return None
-        hashed = _hash_tensor(tensor, hash_info, column, seen)
+        hashed, distinct = _hash_tensor(tensor, hash_info, column, keep=seen is not None)
+        if seen is not None:
+            seen[tensor.name] = distinct
         return pa.field(tensor.name, hashed.type), hashed
 
     return replace_tensor_columns(batch, tensors, replace)
 
 
 def _hash_tensor(
-    tensor: TensorConfig, hash_info: HashInfo, column: pa.Array, seen: dict[str, DistinctHashes] | None
-) -> pa.Array:
-    """The tensor's hashed column; what was hashed goes into `seen` (when given) by name."""
+    tensor: TensorConfig, hash_info: HashInfo, column: pa.Array, keep: bool
+) -> tuple[pa.Array, DistinctHashes | None]:
+    """The tensor's hashed column, and what was hashed when `keep` (else None)."""
     name, out = tensor.name, tensor.output
     ntv_input = is_ntv(column.type)
     if is_hashed_ntv(tensor) != ntv_input:
@@ -667,15 +682,11 @@ def _hash_tensor(
             f"{', isSparse' if out.is_sparse else ''} needs {expected}, got {column.type}"
         )
     if ntv_input:
-        indices, values, distinct = _hash_ntv(column, hash_info, keep=seen is not None)
-        if seen is not None:
-            seen[name] = distinct
+        indices, values, distinct = _hash_ntv(column, hash_info, keep)
         if out.is_sparse or out.dtype == "sparseVector":
-            return pa.StructArray.from_arrays([indices, values], ["indices", "values"])
-        return sparse_to_dense(indices, values, hash_info.hash_bucket_size)
-    ids, distinct = _hash_column(column, hash_info, keep=seen is not None)
-    if seen is not None:
-        seen[name] = distinct
+            return pa.StructArray.from_arrays([indices, values], ["indices", "values"]), distinct
+        return sparse_to_dense(indices, values, hash_info.hash_bucket_size), distinct
+    ids, distinct = _hash_column(column, hash_info, keep)
     if not is_list_type(column.type) and not out.shape:
         if hash_info.num_hash_functions != 1:
             raise ValueError(
@@ -683,5 +694,5 @@ def _hash_tensor(
                 f"give {hash_info.num_hash_functions} ids per value; declare shape "
                 f"[{hash_info.num_hash_functions}] instead of []"
             )
-        return ids.flatten()
-    return ids
+        return ids.flatten(), distinct
+    return ids, distinct
