@@ -22,6 +22,7 @@ from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
 from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.transforms.ranking import PrepRankingData
+from pipelines.arguments import refuse_unknown_arguments
 
 __all__ = ["main"]
 
@@ -75,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; returns the process exit code."""
     argv = [_our_spelling(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
-        options, beam_args = _parser().parse_known_args(argv)
+        parser = _parser()
+        options, beam_args = parser.parse_known_args(argv)
+        own = [flag for action in parser._actions for flag in action.option_strings]
+        refuse_unknown_arguments(beam_args, "python -m pipelines.prep_ranking", own)
         if options.skip_padding.lower() not in ("true", "false"):
             raise ValueError(f"--skip_padding must be true or false, got {options.skip_padding!r}")
         settings = RankingSettings(

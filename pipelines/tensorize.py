@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import difflib
 import logging
 import os
 import posixpath
@@ -50,6 +49,7 @@ from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
 from pipelines import avro2tf_flags
+from pipelines.arguments import refuse_unknown_arguments
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
@@ -547,25 +547,6 @@ def _one_line(err: BaseException) -> str:
     return lines[-1]
 
 
-def _refuse_unknown_flags(options: PipelineOptions) -> None:
-    """Fail on a flag that is neither ours nor Beam's (Beam would drop it with a warning)."""
-    beam_logger = logging.getLogger("apache_beam.options.pipeline_options")
-    level = beam_logger.level
-    beam_logger.setLevel(logging.ERROR)  # its "Discarding unparseable args" warning
-    try:
-        known = set(options.get_all_options())
-        unknown = sorted(set(options.get_all_options(retain_unknown_options=True)) - known)
-    finally:
-        beam_logger.setLevel(level)
-    if unknown:
-        name = unknown[0]
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        hint = f" (did you mean --{close[0]}?)" if close else ""
-        raise ValueError(
-            f"unknown flag --{name}{hint}; run 'python -m pipelines.tensorize --help' for the flags"
-        )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -586,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
-        _refuse_unknown_flags(pipeline_options)
+        refuse_unknown_arguments(argv, "python -m pipelines.tensorize")
         spec = _resolve(options)
         # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)

@@ -45,6 +45,28 @@ def test_an_unknown_flag_without_a_close_match(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_shell_expanded_glob_is_refused_not_cut_to_its_first_file(tmp_path, capsys):
+    # `--input dir/*.avro` unquoted: the shell hands over one file per argument; the files
+    # after the first would otherwise be dropped without a word.
+    out = tmp_path / "out"
+    code, err = _run(capsys, *_on_sample(out), "second.avro", "third.avro")
+    assert code == 2
+    assert err == (
+        "error: unexpected argument 'second.avro' (and 1 more): several inputs are one "
+        "comma-separated --input, or a glob in quotes (--input 'data/*.avro'); " + HELP + "\n"
+    )
+    assert not out.exists()
+
+
+def test_a_stray_value_after_a_beam_switch_is_refused(tmp_path, capsys):
+    # Beam's on/off flags take no value: the word after one is a stray argument.
+    out = tmp_path / "out"
+    code, err = _run(capsys, *_on_sample(out), "--save_main_session", "yes")
+    assert code == 2
+    assert err.startswith("error: unexpected argument 'yes': ")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [

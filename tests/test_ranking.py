@@ -167,6 +167,12 @@ def test_bad_settings_are_one_line(tensorized, capsys):
             ["--group_id_list", "qid", "--group_list_max_size", "0"],
             "the group list size must be a positive integer",
         ),
+        (
+            ["--group_id_list", "qid", "--group_list_max_sise", "3"],
+            "unknown flag --group_list_max_sise (did you mean --group_list_max_size?); "
+            "run 'python -m pipelines.prep_ranking --help' for the flags",
+        ),
+        (["--group_id_list", "qid", "part-2"], "unexpected argument 'part-2': "),
     ]:
         assert prep_ranking([*base, *extra]) == 2
         assert f"error: {message}" in capsys.readouterr().err
