@@ -79,6 +79,50 @@ def test_cache_folder_from_the_environment(monkeypatch, tmp_path):
     assert session.default_cache_dir() == str(tmp_path / "x" / "beam_tensorize")
 
 
+def _accumulator_server_with_a_connection():
+    """PySpark's own accumulator server, patched as `local_session` patches it, with a
+    connection as the JVM keeps one (authenticated; one empty update acknowledged)."""
+    import socket
+    import struct
+    import types
+
+    from pyspark.accumulators import _start_update_server
+
+    server = _start_update_server("secret", False)
+    client = socket.create_connection(server.server_address, timeout=10)
+    client.sendall(b"secret" + struct.pack("!i", 0))
+    assert client.recv(1) == b"\x01"  # acknowledged: its handler is polling the connection
+    session._close_accumulator_server_in_background(types.SimpleNamespace(_accumulatorServer=server))
+    return server, client
+
+
+def test_stop_hands_the_accumulator_servers_shutdown_to_a_thread(capsys):
+    """After the patched `shutdown()` the server still ends (its handler leaves at its next
+    poll), closes its socket and the connection, in a thread the caller may join."""
+    server, client = _accumulator_server_with_a_connection()
+    closing = server.shutdown()
+    assert closing is server.closing and closing.name == "accumulator-server-shutdown"
+    assert closing.daemon and server.server_shutdown
+    closing.join(10)
+    assert not closing.is_alive()
+    assert server.socket.fileno() == -1
+    assert client.recv(1) == b""  # the handler ended: the connection is closed
+    client.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_jvm_exiting_after_stop_is_no_error(capsys):
+    """The JVM closes its connection before the handler's next poll (a script that stops the
+    session and ends the JVM at once): the handler reads the end of the connection; PySpark
+    would print that as an exception, the patched server says nothing."""
+    server, client = _accumulator_server_with_a_connection()
+    closing = server.shutdown()
+    client.close()
+    closing.join(10)
+    assert not closing.is_alive() and server.socket.fileno() == -1
+    assert capsys.readouterr().err == ""
+
+
 def test_cores_must_be_positive():
     with pytest.raises(ValueError, match="cores must be at least 1, got 0"):
         session.local_session(0)
@@ -87,6 +131,12 @@ def test_cores_must_be_positive():
 _RUN = """
 import json, sys
 from beam_tensorize.spark import local_session
+
+def accumulated(sc):
+    total = sc.accumulator(0)
+    sc.parallelize(range(5), 2).foreach(lambda x: total.add(x))
+    return total.value
+
 spark = local_session(1, cache_dir=sys.argv[1], app_name="session test",
                       config={"spark.driver.extraJavaOptions": "-Dbeam_tensorize.test=1"})
 runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
@@ -95,8 +145,12 @@ print(json.dumps({
     "sum": spark.sparkContext.parallelize(range(10), 2).sum(),
     "master": spark.sparkContext.master, "name": spark.sparkContext.appName,
     "ui": spark.conf.get("spark.ui.enabled"),
+    "accumulated": accumulated(spark.sparkContext),
 }))
+server = spark.sparkContext._accumulatorServer
 spark.stop()
+server.closing.join(10)
+print(json.dumps({"closed": server.socket.fileno() == -1 and not server.closing.is_alive()}))
 """
 
 
@@ -119,12 +173,15 @@ def test_a_recorded_archive_starts_the_next_session(tmp_path):
         [sys.executable, "-c", _RUN, cache], capture_output=True, text=True, env=_ENV, timeout=300
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    *_, line, closed = run.stdout.strip().splitlines()
+    seen = json.loads(line)
+    assert json.loads(closed) == {"closed": True}  # stop() left the accumulator server to a thread
     assert f"-XX:SharedArchiveFile={archive}" in seen["args"]
     assert "-XX:TieredStopAtLevel=1" in seen["args"]
     assert "-Dbeam_tensorize.test=1" in seen["args"]
-    assert (seen["sum"], seen["master"], seen["name"], seen["ui"]) == (
+    assert (seen["sum"], seen["accumulated"], seen["master"], seen["name"], seen["ui"]) == (
         45,
+        10,
         "local[1]",
         "session test",
         "false",

@@ -11,7 +11,10 @@ first task. On one machine the driver JVM only schedules tasks and carries small
 * Spark's classes are loaded from a class data archive (Java's AppCDS: the classes already
   parsed and verified, mapped from one file) kept in the user's cache folder: the first
   session records it when its JVM exits (~110 MB), the next ones start from it;
-* no web UI and no console progress bar.
+* no web UI and no console progress bar;
+* `spark.stop()` returns once the JVM has stopped, without waiting for PySpark's accumulator
+  server to notice (its connection handler polls its socket once a second, and `stop()`
+  waited for that poll, ~1 s): the server is shut down and closed by a thread of its own.
 
 With both, the session is up in ~2-3 s instead of ~6-9 s on this project's 2-core test
 machine (`benchmarks/README.md`, "Scale"). A JVM that cannot use the archive (another Java or
@@ -36,6 +39,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -151,7 +155,44 @@ def local_session(
     )
     for name, value in settings.items():
         builder = builder.config(name, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    if not running:
+        _close_accumulator_server_in_background(spark.sparkContext)
+    return spark
+
+
+def _close_accumulator_server_in_background(context: SparkContext) -> None:
+    """Make `context.stop()` hand its accumulator server's shutdown to a thread.
+
+    PySpark's `AccumulatorTCPServer.shutdown()` sets `server_shutdown`, then waits until the
+    server's thread has left its connection handler, which polls the socket with a 1-second
+    timeout before it looks at the flag again. After `stop()` nothing sends updates any more
+    (the JVM has stopped first), so the caller need not wait for that: a daemon thread runs
+    the same shutdown (and closes the socket) while the caller goes on; `server.closing` is
+    that thread, for whoever wants to wait for it. Should the JVM exit meanwhile, the handler
+    reads the closed connection's end, quietly (PySpark would print that as an error).
+    """
+    server = getattr(context, "_accumulatorServer", None)
+    if server is None or not hasattr(server, "server_shutdown"):
+        return  # another PySpark: its own shutdown, as it is
+    close, report = type(server).shutdown, type(server).handle_error
+
+    def handle_error(request, client_address) -> None:
+        # The JVM may exit (closing the connection) before the handler's next poll: the
+        # handler then reads an end of file, which is no error once the server is shut down.
+        if not server.server_shutdown:
+            report(server, request, client_address)
+
+    def shutdown_in_background() -> threading.Thread:
+        server.server_shutdown = True
+        server.closing = threading.Thread(
+            target=close, args=(server,), name="accumulator-server-shutdown", daemon=True
+        )
+        server.closing.start()
+        return server.closing
+
+    server.shutdown = shutdown_in_background
+    server.handle_error = handle_error
 
 
 # A session that records the archive, and whose JVM has finished writing it when this exits:
