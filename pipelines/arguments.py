@@ -52,7 +52,10 @@ def refuse_unknown_arguments(args: Sequence[str], command: str, own_flags: Itera
     """
     parser = _beam_parser()
     known = {
-        option[2:] for action in parser._actions for option in action.option_strings if option.startswith("--")
+        option[2:]
+        for action in parser._actions
+        for option in action.option_strings
+        if option.startswith("--")
     }
     known |= {flag.lstrip("-") for flag in own_flags}
     hint = f"run '{command} --help' for the flags"
