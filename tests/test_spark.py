@@ -791,3 +791,61 @@ def test_avro_output_gives_the_cli_files(spark, tmp_path, shards):
         shards or 1
     )
     assert _tree(tmp_path / "spark") == beam_files
+
+
+def _report_without_timings(out, split="trainingData") -> dict:
+    document = json.loads((out / "report" / f"{split}.json").read_text())
+    assert set(document["timings"]) >= {"statistics", "readAndExtract", "writeReport"}
+    document.pop("timings")
+    return document
+
+
+@pytest.mark.parametrize("shards", [None, 2])
+def test_the_run_report_is_the_cli_s(spark, small_blocks, tmp_path, shards):
+    """`report=` on Spark: each task's statistics, merged on the driver, give the command
+    line's report (every statistic, per-file counts, dead letters, drift), `timings` aside;
+    with or without `num_shards`, the input read as 7 splits on Spark and one on Beam."""
+    from pipelines.tensorize import main
+    from tests.conftest import UNDECODABLE_CONFIG, write_undecodable_avro
+
+    shard_flags = ["--num_shards", str(shards)] if shards else []
+    spark_shards = {"num_shards": shards} if shards else {}
+    # The sample config (numbers, lists, strings, feature lists, hashing, an NTV vector) read
+    # as several splits; then a validation run against it: drift.
+    for mode, split in (("train", "trainingData"), ("validation", "validationData")):
+        flags = ["--input", small_blocks, "--config", SAMPLE_CONFIG, "--quiet", "--execution_mode", mode]
+        flags += ["--report", "html", "--batch_rows", "40", *shard_flags]
+        assert main([*flags, "--output", str(tmp_path / "beam")]) == 0
+        tensorize_spark(
+            spark, small_blocks, SAMPLE_CONFIG, str(tmp_path / "spark"), mode, report="html",
+            **SMALL_READS, **spark_shards,
+        )  # fmt: skip
+        expected = _report_without_timings(tmp_path / "beam", split)
+        assert _report_without_timings(tmp_path / "spark", split) == expected
+        assert (tmp_path / "spark" / "report" / f"{split}.html").stat().st_size > 10_000
+    assert expected["rowsRead"] == 300 and "drift" in expected
+    assert {t["name"] for t in expected["tensors"]} >= {"genreVector", "movieBucket", "genres"}
+
+    # Records that do not decode and rows that do not convert: the per-file counts and the
+    # dead letters grouped by reason. (With `num_shards` Spark reads through its data source,
+    # which fails on a record that does not decode instead of setting it aside.)
+    if shards:
+        return
+    path = write_undecodable_avro(tmp_path / "bad.avro")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(UNDECODABLE_CONFIG))
+    flags = ["--input", path, "--config", str(config), "--max_bad_records_ratio", "0.25", "--quiet"]
+    assert main([*flags, "--report", "json", "--output", str(tmp_path / "beam-bad")]) == 0
+    tensorize_spark(
+        spark, path, str(config), str(tmp_path / "spark-bad"), max_bad_records_ratio=0.25, report="json"
+    )
+    expected = _report_without_timings(tmp_path / "beam-bad")
+    assert _report_without_timings(tmp_path / "spark-bad") == expected
+    assert (expected["rowsRead"], expected["badRows"]) == (20, 5)
+    assert not (tmp_path / "spark-bad" / "report" / "trainingData.html").exists()
+
+
+def test_no_report_unless_asked_for(sample_train):
+    """`tensorize_spark`'s default is `Tensorize`'s: no report."""
+    _, _, spark_out, *_ = sample_train
+    assert not (spark_out / "report").exists()

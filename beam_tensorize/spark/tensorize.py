@@ -79,12 +79,13 @@ from beam_tensorize.job.finish import (
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_schema
+from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
 from beam_tensorize.kernels.features.extract import extract_tensors
-from beam_tensorize.kernels.features.hashing import hash_tensors
+from beam_tensorize.kernels.features.hashing import hash_tensors, hash_tensors_with_distinct
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
     FeatureListLookup,
@@ -96,6 +97,8 @@ from beam_tensorize.kernels.features.vocab import (
 from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
+from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
+from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, shard_chunks, shuffle_rows, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
@@ -104,8 +107,9 @@ __all__ = ["tensorize_spark"]
 
 _LOGGER = logging.getLogger(__name__)
 
-# Rows of the encoding step: a record, a dead letter, or the extra columns' layouts of a batch.
-_RECORD, _DEAD_LETTER, _LAYOUTS, _MAXIMA = 0, 1, 2, 3
+# Rows of the encoding step: a record, a dead letter, the extra columns' layouts of a batch, the
+# integer tensors' largest values, or a split's run-report statistics.
+_RECORD, _DEAD_LETTER, _LAYOUTS, _MAXIMA, _STATISTICS = 0, 1, 2, 3, 4
 _ENCODED = pa.schema(
     [
         pa.field("kind", pa.int32()),
@@ -156,6 +160,8 @@ def tensorize_spark(
     num_partitions: int = 100,
     shuffle: bool = False,
     shuffle_seed: int = 0,
+    report: str = "none",
+    drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
 ) -> dict:
     """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
     `Tensorize` job.
@@ -166,7 +172,8 @@ def tensorize_spark(
     checked by the same code. For the same input and arguments the output is the Beam job's,
     byte for byte: TFRecord files (each record in the same file, in the same order),
     `metadata/tensor_metadata.json`, `featureList/<tensor>`, `metadata/featureListCounts/`,
-    `deadLetters/<split>/` and `_SUCCESS`, written last. Files are written into
+    `deadLetters/<split>/`, the run report `report/<split>.json|html` when asked for (the
+    same statistics, `timings` aside) and `_SUCCESS`, written last. Files are written into
     `<split>/_temporary/` and moved into place only when everything else succeeded, so a
     failed run leaves the earlier output as it was.
 
@@ -202,6 +209,11 @@ def tensorize_spark(
         partition_field_name, num_partitions: Avro2TF's partition ids (`partitionId` in the
             records, `partition=<id>/` folders) from this scalar tensor or extra column.
         shuffle, shuffle_seed: write each batch's records in a seeded pseudo-random order.
+        report: the run report (docs/report.md): "none" (the default, as `Tensorize`'s),
+            "json" or "html". Each task gathers its split's statistics as it encodes it; the
+            driver merges them and writes the report after the metadata.
+        drift_threshold: a validation / test run's report flags the tensors whose distance to
+            the train report of the same output exceeds this.
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -227,9 +239,11 @@ def tensorize_spark(
         given = (config, output, mode, num_shards, compression, save_mode, max_bad_records_ratio,
                  shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
                  output_format, input_format, batch_rows, split_bytes, max_records_per_file,
-                 discard_unknown_entries, term_only_feature_lists, partition_field_name, num_partitions, shuffle, shuffle_seed)  # fmt: skip
+                 discard_unknown_entries, term_only_feature_lists, partition_field_name, num_partitions, shuffle, shuffle_seed,
+                 report, drift_threshold)  # fmt: skip
         defaults = (None, None, "train", None, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
-                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False, False, None, 100, False, 0)  # fmt: skip
+                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False, False, None, 100, False, 0,
+                    "none", DEFAULT_DRIFT_THRESHOLD)  # fmt: skip
         if given != defaults:
             raise TypeError("give either a TensorizeSpec or the settings, not both")
         spec = input_paths
@@ -244,7 +258,7 @@ def tensorize_spark(
             split_bytes=split_bytes, max_records_per_file=max_records_per_file,
             discard_unknown_entries=discard_unknown_entries, term_only_feature_lists=term_only_feature_lists,
             partition_field_name=partition_field_name, num_partitions=num_partitions,
-            shuffle=shuffle, shuffle_seed=shuffle_seed,
+            shuffle=shuffle, shuffle_seed=shuffle_seed, report=report, drift_threshold=drift_threshold,
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
@@ -280,6 +294,7 @@ def tensorize_spark(
             spec.discard_unknown_entries, spec.extra_names,
             (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None,
             spec.shuffle_seed if spec.shuffle else None,
+            config if spec.report != "none" else None,
         )  # fmt: skip
         schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
         transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
@@ -307,7 +322,8 @@ def tensorize_spark(
                 .collect()
             )
         return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists, previous,
-                       spec.extra_names, partition_by, spec.discard_unknown_entries, transform)  # fmt: skip
+                       spec.extra_names, partition_by, spec.discard_unknown_entries, transform,
+                       spec.report, spec.drift_threshold)  # fmt: skip
     finally:
         delete_temporary(plan)  # gone already after a commit
         lists_broadcast.destroy()
@@ -384,12 +400,15 @@ def _finish(
     partition_by,
     discard_unknown=False,
     transform=None,
+    report: str = "none",
+    drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
 ) -> dict:
     """The driver's part once the files are written: the Beam job's last steps, in its order."""
     files: list[tuple[str, int | str, str, int]] = []
     bad_lines: list[str] = []
     layouts: list[tuple] = []
     maxima: list[dict] = []
+    statistics: list[Statistics] = []
     for row in written:
         if row["kind"] == _RECORD:
             key = row["shard"] if plan.num_shards else row["key"]
@@ -398,6 +417,8 @@ def _finish(
             bad_lines.append(row["payload"].decode())
         elif row["kind"] == _MAXIMA:
             maxima.append(json.loads(row["payload"]))
+        elif row["kind"] == _STATISTICS:
+            statistics.append(pickle.loads(row["payload"]))
         else:
             layouts.append(pickle.loads(row["payload"]))
     good = sum(count for *_, count in files)
@@ -415,13 +436,42 @@ def _finish(
         splits, config, out, plan.compression, write_lists, lists, extra_layouts, largest,
         add_to_recorded=plan.save_mode == "append", discard_unknown=discard_unknown, transform=transform,
     )  # fmt: skip
+    if report != "none":  # after the metadata, before _SUCCESS (as the Beam job)
+        write_report(
+            _merged(statistics, bad_lines, config).document(), out, split, mode, report, drift_threshold
+        )
     return write_success(metadata, out, split, splits, counts)
 
 
-def _tensor_batches(batches: Iterator[pa.RecordBatch], tensors, extra=()) -> Iterator[pa.RecordBatch]:
-    """ExtractFeatures + HashFeatures on the reader's batches."""
+def _merged(statistics: Sequence[Statistics], bad_lines: Sequence[str], config) -> Statistics:
+    """The splits' statistics as one, with every dead letter (undecodable records too)."""
+    merged = Statistics(config)
+    for part in statistics:
+        merged.merge(part)
+    for line in bad_lines:
+        merged.add_dead_letter(json.loads(line), line)
+    return merged
+
+
+def _tensor_batches(
+    batches: Iterator[pa.RecordBatch],
+    tensors,
+    extra=(),
+    statistics: Statistics | None = None,
+    vocabularies: Mapping[str, pa.Array] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """ExtractFeatures + HashFeatures on the reader's batches; with `statistics`, also the run
+    report's statistics of the extracted batches and of what the hashing saw (as the Beam
+    job's `ComputeStatistics` gathers them)."""
     for batch in batches:
-        yield hash_tensors(extract_tensors(batch, tensors, extra), tensors)
+        extracted = extract_tensors(batch, tensors, extra)
+        if statistics is None:
+            yield hash_tensors(extracted, tensors)
+            continue
+        statistics.add_timed_batch(extracted, vocabularies, hashes=False)
+        hashed, seen = hash_tensors_with_distinct(extracted, tensors)
+        statistics.add_distinct_hashes(seen)
+        yield hashed
 
 
 class _CountEntries:
@@ -468,8 +518,11 @@ class _EncodeBatches:
         extra_names: Sequence[str] = (),
         partition_ids: tuple[str, int] | None = None,
         shuffle_seed: int | None = None,
+        statistics_of: TensorizeConfig | None = None,
     ):
         self._tensors = tensors
+        #: The config whose run-report statistics each split gathers (None: no report).
+        self._statistics_of = statistics_of
         self._extra = extra
         #: The names of the columns written beside the tensors (their layouts are reported).
         self._extra_names = tuple(extra_names)
@@ -492,7 +545,11 @@ class _EncodeBatches:
         """(kind, item) for each of the reader's batches: its extra columns' layouts (pickled),
         its encoded records (a batch), and its dead letters (JSON lines)."""
         lookup = FeatureListLookup(self._lists.value)
-        for batch in _tensor_batches(batches, self._tensors, self._extra):
+        statistics = vocabularies = None
+        if self._statistics_of is not None:
+            statistics = Statistics(self._statistics_of)
+            vocabularies = list_vocabularies(self._lists.value)
+        for batch in _tensor_batches(batches, self._tensors, self._extra, statistics, vocabularies):
             if self._partition_ids is not None:
                 batch = with_partition_ids(batch, *self._partition_ids)
             if self._extra_names:
@@ -508,6 +565,8 @@ class _EncodeBatches:
             yield _RECORD, examples
             if dead_letters:
                 yield _DEAD_LETTER, [dead_letter_json(d).encode() for d in dead_letters]
+        if statistics is not None:
+            yield _STATISTICS, pickle.dumps(statistics)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partition = TaskContext.get().partitionId()

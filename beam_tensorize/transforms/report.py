@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -13,8 +12,7 @@ from apache_beam.transforms.window import GlobalWindows
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import dead_letter_json
 from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer
-from beam_tensorize.kernels.features.vocab import split_term_only, vocab_array
-from beam_tensorize.kernels.report.statistics import Statistics
+from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 
 __all__ = ["ComputeStatistics"]
 
@@ -130,25 +128,16 @@ class _BatchStatisticsFn(_BundleStatisticsFn):
         self._vocabularies: dict[str, pa.Array] = {}
 
     def process(self, batch: pa.RecordBatch, lists=None) -> Iterable:
-        started = time.perf_counter()
         if lists is not None and lists is not self._seen:  # the same side input in later bundles
-            self._vocabularies = {name: vocab_array(fl) for name, fl in split_term_only(lists)[0].items()}
+            self._vocabularies = list_vocabularies(lists)
             self._seen = lists
-        stats = self._current()
-        stats.add_batch(batch, self._vocabularies, hashes=self._hashes)
-        stats.seconds += time.perf_counter() - started
-        now = time.time()
-        stats.first_batch = now if stats.first_batch is None else min(stats.first_batch, now)
-        stats.last_batch = now if stats.last_batch is None else max(stats.last_batch, now)
+        self._current().add_timed_batch(batch, self._vocabularies, hashes=self._hashes)
         return ()
 
 
 class _HashStatisticsFn(_BundleStatisticsFn):
     def process(self, seen: dict) -> Iterable:
-        started = time.perf_counter()
-        stats = self._current()
-        stats.add_distinct_hashes(seen)
-        stats.seconds += time.perf_counter() - started
+        self._current().add_distinct_hashes(seen)
         return ()
 
 
@@ -178,11 +167,7 @@ class _MergeStatisticsFn(beam.CombineFn):
 
     def extract_output(self, accumulator) -> dict:
         stats = accumulator if accumulator is not None else Statistics(self._config)
-        document = stats.describe()
-        document["timings"] = {"statistics": stats.seconds}
-        if stats.first_batch is not None:
-            document["timings"]["readAndExtract"] = stats.last_batch - stats.first_batch
-            document["timings"]["lastBatchAt"] = stats.last_batch  # for the stages after it
+        document = stats.document()
         if self._prepare_page:
             draw_page_figures_ahead(document["tensors"])
         return document

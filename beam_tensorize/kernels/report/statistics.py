@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -51,7 +52,7 @@ from beam_tensorize.kernels.arrow_types import is_list_type, list_lengths
 from beam_tensorize.kernels.features.conversion import is_hashed_ntv
 from beam_tensorize.kernels.features.hashing import DistinctHashes, distinct_hashes, hash_buckets
 from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts
-from beam_tensorize.kernels.features.vocab import uses_feature_list
+from beam_tensorize.kernels.features.vocab import split_term_only, uses_feature_list, vocab_array
 from beam_tensorize.kernels.provenance import source_of
 from beam_tensorize.kernels.report.sketches import (
     DistinctSketch,
@@ -62,6 +63,7 @@ from beam_tensorize.kernels.report.sketches import (
 
 __all__ = [
     "COVERAGE_KS",
+    "list_vocabularies",
     "MAX_DEAD_LETTER_REASONS",
     "MAX_TRACKED_BUCKETS",
     "QUANTILES",
@@ -474,6 +476,12 @@ def describe_categories(top: TopK) -> dict:
     }
 
 
+def list_vocabularies(lists: Mapping) -> dict[str, pa.Array]:
+    """The entries of each tensor's feature list (`{tensor: FeatureList}`), as `add_batch`
+    takes them (`vocabularies`)."""
+    return {name: vocab_array(fl) for name, fl in split_term_only(lists)[0].items()}
+
+
 class Statistics:
     """The whole run's statistics: files, tensors and dead letters (see the module docstring).
 
@@ -514,9 +522,12 @@ class Statistics:
             stats.add(column, vocabulary, hashes)
 
     def add_distinct_hashes(self, seen: Mapping[str, DistinctHashes]) -> None:
-        """Add what the hashing step saw of one batch (`hash_tensors_with_distinct`), by tensor."""
+        """Add what the hashing step saw of one batch (`hash_tensors_with_distinct`), by tensor
+        (its time counts in `seconds`)."""
+        started = time.perf_counter()
         for name, distinct in seen.items():
             self.tensors[name].add_distinct_hashes(distinct)
+        self.seconds += time.perf_counter() - started
 
     def add_dead_letter(self, letter: dict, text: str) -> None:
         """Add one dead letter (`text`: its JSON line)."""
@@ -582,6 +593,28 @@ class Statistics:
             "deadLetters": letters,
             "tensors": [stats.describe() for stats in self.tensors.values()],
         }
+
+    def document(self) -> dict:
+        """`describe()` with the `timings` the statistics can tell: `statistics` (the seconds
+        spent filling them, summed), `readAndExtract` (first to last batch) and `lastBatchAt`
+        (epoch seconds, for the report step to time the stages after it)."""
+        document = self.describe()
+        document["timings"] = {"statistics": self.seconds}
+        if self.first_batch is not None:
+            document["timings"]["readAndExtract"] = self.last_batch - self.first_batch
+            document["timings"]["lastBatchAt"] = self.last_batch
+        return document
+
+    def add_timed_batch(
+        self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None, hashes: bool = True
+    ) -> None:
+        """`add_batch`, keeping the seconds it took and when it came (`document()`'s timings)."""
+        started = time.perf_counter()
+        self.add_batch(batch, vocabularies, hashes)
+        self.seconds += time.perf_counter() - started
+        now = time.time()
+        self.first_batch = now if self.first_batch is None else min(self.first_batch, now)
+        self.last_batch = now if self.last_batch is None else max(self.last_batch, now)
 
 
 def _is_json(text: str) -> bool:
