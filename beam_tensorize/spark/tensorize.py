@@ -79,7 +79,7 @@ from beam_tensorize.job.finish import (
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_schema
-from beam_tensorize.job.report import write_report
+from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer, write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
@@ -278,6 +278,8 @@ def tensorize_spark(
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
 
     checked = check_target(split_dir, spec.save_mode)
+    if spec.report == "html":  # matplotlib's import and a first plot, beside the job
+        start_page_renderer()
     fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
     splits = plan_splits(spec.inputs, fmt, spec.split_bytes, dead_letters=True)
     previous = appending_to(out, split, spec.save_mode)  # appending: the split's entry until now
@@ -421,6 +423,11 @@ def _finish(
             statistics.append(pickle.loads(row["payload"]))
         else:
             layouts.append(pickle.loads(row["payload"]))
+    document = None
+    if report != "none":  # complete now: the page's plots are drawn while the files are committed
+        document = _merged(statistics, bad_lines, config).document()
+        if report == "html":
+            draw_page_figures_ahead(document["tensors"])
     good = sum(count for *_, count in files)
     grouped = (0, [(GOOD, good), *((BAD, line) for line in bad_lines)])
     counts = check_bad_records(grouped, posixpath.join(out, DEAD_LETTER_FOLDER, split), max_ratio)
@@ -436,10 +443,8 @@ def _finish(
         splits, config, out, plan.compression, write_lists, lists, extra_layouts, largest,
         add_to_recorded=plan.save_mode == "append", discard_unknown=discard_unknown, transform=transform,
     )  # fmt: skip
-    if report != "none":  # after the metadata, before _SUCCESS (as the Beam job)
-        write_report(
-            _merged(statistics, bad_lines, config).document(), out, split, mode, report, drift_threshold
-        )
+    if document is not None:  # after the metadata, before _SUCCESS (as the Beam job)
+        write_report(document, out, split, mode, report, drift_threshold)
     return write_success(metadata, out, split, splits, counts)
 
 
