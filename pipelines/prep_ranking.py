@@ -22,20 +22,15 @@ from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
 from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.transforms.ranking import PrepRankingData
-from pipelines.arguments import refuse_unknown_arguments
+from pipelines.arguments import OneLineParser, refuse_unknown_arguments
 
 __all__ = ["main"]
 
 _MODES = {"train": "train", "training": "train", "validation": "validation", "test": "test"}
 
 
-class _OneLine(argparse.ArgumentParser):
-    def error(self, message):
-        raise ValueError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _OneLine(prog="python -m pipelines.prep_ranking", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m pipelines.prep_ranking", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, help="A tensorized output folder (with its metadata).")
     parser.add_argument("--output", required=True, help="Where the ranking records and metadata go.")
     parser.add_argument(
@@ -78,8 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = _parser()
         options, beam_args = parser.parse_known_args(argv)
-        own = [flag for action in parser._actions for flag in action.option_strings]
-        refuse_unknown_arguments(beam_args, "python -m pipelines.prep_ranking", own)
+        refuse_unknown_arguments(beam_args, "python -m pipelines.prep_ranking", own=parser)
         if options.skip_padding.lower() not in ("true", "false"):
             raise ValueError(f"--skip_padding must be true or false, got {options.skip_padding!r}")
         settings = RankingSettings(

@@ -49,9 +49,11 @@ from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
 from pipelines import avro2tf_flags
-from pipelines.arguments import refuse_unknown_arguments
+from pipelines.arguments import OneLineParser, help_hint, refuse_unknown_arguments
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
+
+_COMMAND = "python -m pipelines.tensorize"
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -392,7 +394,7 @@ def build_pipeline(pipeline: beam.Pipeline, spec: TensorizeSpec):
 
 def _print_help() -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m pipelines.tensorize",
+        prog=_COMMAND,
         description="Turn Avro, Parquet, ORC or TFRecord data into tf.train.Example TFRecords "
         "plus tensor metadata, "
         "driven by an Avro2TF-compatible config.",
@@ -468,11 +470,6 @@ def _saved(counters: dict[str, int] | None) -> str:
     return f"; user columns store {stored} of {values} values ({1 - stored / values:.0%} saved)"
 
 
-class _OneLineErrors(argparse.ArgumentParser):
-    def error(self, message):
-        raise ValueError(f"{message}; run 'python -m pipelines.tensorize --help' for the flags")
-
-
 def _add_switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
     """An on/off flag: `--name` alone, or `--name=true|false` (also `--name true`)."""
     parser.add_argument(name, type=_boolean, nargs="?", const=True, default=False, help=help)
@@ -480,9 +477,12 @@ def _add_switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
 
 def _check_our_flags(argv: list[str]) -> argparse.Namespace:
     """Parse this job's flags alone first, so a bad value is one line, not Beam's usage text."""
-    parser = _OneLineErrors(add_help=False)
+    parser = OneLineParser(add_help=False)
     TensorizeOptions._add_argparse_args(parser)
-    return parser.parse_known_args(argv)[0]
+    try:
+        return parser.parse_known_args(argv)[0]
+    except ValueError as err:
+        raise ValueError(f"{err}; {help_hint(_COMMAND)}") from None
 
 
 class _ConsoleFilter(logging.Filter):
@@ -567,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
-        refuse_unknown_arguments(argv, "python -m pipelines.tensorize")
+        refuse_unknown_arguments(argv, _COMMAND)
         spec = _resolve(options)
         # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)

@@ -63,7 +63,6 @@ from beam_tensorize.kernels.report.sketches import (
 
 __all__ = [
     "COVERAGE_KS",
-    "list_vocabularies",
     "MAX_DEAD_LETTER_REASONS",
     "MAX_TRACKED_BUCKETS",
     "QUANTILES",
@@ -71,6 +70,7 @@ __all__ = [
     "TOP_SHOWN",
     "Statistics",
     "TensorStatistics",
+    "list_vocabularies",
 ]
 
 #: Version of the report's JSON document.
