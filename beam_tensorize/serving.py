@@ -43,6 +43,7 @@ import pyarrow.fs as pafs
 
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
+from beam_tensorize.job.transaction import recover
 from beam_tensorize.kernels.arrow_types import list_offsets
 from beam_tensorize.kernels.dead_letters import convert_rows
 from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
@@ -112,6 +113,7 @@ class Preprocessor:
         Raises:
             ServingError: the folder has no metadata, or a feature list it names is missing.
         """
+        recover(output_dir)  # a commit a killed run left: finished first (its new output is complete)
         metadata = json.loads(_read_text(output_dir, METADATA_FILE, "metadata"))
         config = parse_config(metadata["config"])
         lists = {}

@@ -36,6 +36,7 @@ from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.preflight import (
     RunLock,
+    check_output_place,
     check_output_writable,
     check_same_config,
     remove_stale_temporaries,
@@ -575,6 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dry_run = pipeline_options.view_as(TestOptions).dry_run
         if not dry_run:
             check_output_writable(spec.output)
+            check_output_place(spec)
             check_same_config(spec)
             removed, size = remove_stale_temporaries(spec.output)
             if removed and not options.quiet:

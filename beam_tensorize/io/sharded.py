@@ -19,6 +19,7 @@ from beam_tensorize.job.commit import (
     SAVE_MODES,
     TEMP_FOLDER,
     CommitPlan,
+    PendingFiles,
     check_file_format,
     check_target,
     commit_files,
@@ -87,6 +88,14 @@ class WriteShardedFiles(beam.PTransform):
         self._write_success = write_success_file
         self._commit_gate = commit_gate
         self._max_records = max_records_per_file
+        self._commit = True
+
+    def without_commit(self) -> WriteShardedFiles:
+        """This sink, set to leave its files in their temporary folder: it outputs one
+        `beam_tensorize.job.commit.PendingFiles` for a later `commit_files` (`Tensorize` commits
+        them with the metadata, the feature lists and the report in one transaction)."""
+        self._commit = False
+        return self
 
     def display_data(self) -> dict:
         return {
@@ -143,6 +152,8 @@ class WriteShardedFiles(beam.PTransform):
             | "AllFiles" >> beam.GroupByKey()
             | "FileList" >> beam.MapTuple(lambda _, files: [f for f in files if f is not None])
         )
+        if not self._commit:
+            return gathered | "Pending" >> beam.Map(PendingFiles, plan, beam.pvalue.AsSingleton(checked))
         gate = () if self._commit_gate is None else (beam.pvalue.AsSingleton(self._commit_gate),)
         return gathered | "Commit" >> beam.Map(commit_files, plan, beam.pvalue.AsSingleton(checked), *gate)
 

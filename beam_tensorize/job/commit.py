@@ -18,6 +18,7 @@ import posixpath
 from typing import NamedTuple
 
 from beam_tensorize.job.files import FileSystems, create_file, list_files, new_file
+from beam_tensorize.job.transaction import JOURNAL_FILE, LOCK_FILE, Transaction
 from beam_tensorize.kernels.avro_output import AVRO_COMPRESSIONS
 from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
 from beam_tensorize.kernels.split_files import SplitFiles
@@ -32,6 +33,7 @@ __all__ = [
     "SUCCESS_FILE",
     "TEMP_FOLDER",
     "CommitPlan",
+    "PendingFiles",
     "check_file_format",
     "check_target",
     "commit_files",
@@ -86,17 +88,22 @@ def _files_under(folder: str) -> list[str]:
 
 
 def existing_files(directory: str) -> list[str]:
-    """Files under `directory` (recursively), ignoring the temporary area."""
+    """Files under `directory` (recursively), ignoring the temporary area and a commit's lock
+    and journal."""
     prefix = posixpath.join(directory, TEMP_FOLDER) + "/"
-    return [p for p in _files_under(directory) if not p.replace("\\", "/").startswith(prefix)]
+    own = {posixpath.join(directory, LOCK_FILE), posixpath.join(directory, JOURNAL_FILE)}
+    return [
+        p for p in _files_under(directory) if not p.replace("\\", "/").startswith(prefix) and p not in own
+    ]
 
 
 def check_target(directory: str, save_mode: str) -> dict:
     """Before writing: fail (`error`) or skip the write (`ignore`) if the target holds files."""
     existing = existing_files(directory)
     if existing and save_mode == "error":
+        data = [p for p in existing if posixpath.basename(p) != SUCCESS_FILE] or existing
         raise FileExistsError(
-            f"{directory} already holds {len(existing)} file(s) (e.g. {existing[0]}); choose another "
+            f"{directory} already holds {len(data)} file(s) (e.g. {data[0]}); choose another "
             "output folder or another save mode (overwrite, overwrite_partitions, append, ignore)"
         )
     if existing and save_mode == "ignore":
@@ -183,7 +190,15 @@ def _empty_files(written: list[tuple], plan: CommitPlan) -> list[tuple]:
     return empty
 
 
-def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
+class PendingFiles(NamedTuple):
+    """Written files a sink left uncommitted (`commit=False`), for `commit_files` later."""
+
+    written: list
+    plan: CommitPlan
+    checked: dict
+
+
+def commit_files(written, plan: CommitPlan, checked: dict, *gate, txn: Transaction | None = None) -> dict:
     """Moves the written files into place as the save mode says, then writes `_SUCCESS`.
 
     Args:
@@ -192,29 +207,34 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
         plan: where and how.
         checked: what `check_target` said before the job wrote anything.
         gate: ignored (side inputs the commit waits for).
+        txn: the transaction the move is part of (see `beam_tensorize.job.transaction`; it
+            must hold the output's lock); None commits in one of its own, rooted at the folder.
     """
+    if txn is None:
+        with Transaction(plan.directory, posixpath.basename(plan.temp_dir)) as own:
+            return commit_files(written, plan, checked, txn=own)
     directory = plan.directory
     written = sorted(written)
     existing = existing_files(directory)
+    txn.cleanup(plan.temp_dir)
     skipped = checked["skip"] or (bool(existing) and plan.save_mode == "ignore")
     if skipped:
-        delete_temporary(plan)
         return {"directory": directory, "files": [], "numRecords": 0, "partitions": [], "skipped": True}
     if existing and plan.save_mode == "error":
         raise FileExistsError(f"{directory} received files while this job ran (e.g. {existing[0]})")
     numbered = _numbered(sorted(written + _empty_files(written, plan)), plan)
     partitions = sorted({folder for folder, *_ in numbered if folder})
     success = [p for p in existing if posixpath.basename(p) == SUCCESS_FILE]
-    FileSystems.delete(success)  # readers see the folder as incomplete from here on
+    txn.delete(success)  # readers see the folder as incomplete from the commit point on
     existing = [p for p in existing if p not in success]
     if plan.save_mode == "overwrite" or (plan.save_mode == "overwrite_partitions" and not partitions):
-        FileSystems.delete(existing)
+        txn.delete(existing)
         existing = []
     elif plan.save_mode == "overwrite_partitions":
         replaced = [
             p for p in existing if any(relative_path(directory, p).startswith(f"{q}/") for q in partitions)
         ]
-        FileSystems.delete(replaced)
+        txn.delete(replaced)
         existing = [p for p in existing if p not in replaced]
     places = [(folder, index, total) for folder, index, total, _, _ in numbered]
     taken = {relative_path(directory, p) for p in existing}
@@ -223,15 +243,12 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
         attempt += 1
         suffix = f"-{attempt}"
     names = plan.final_names(places, suffix)
-    for folder in sorted({posixpath.dirname(posixpath.join(directory, n)) for n in names}):
-        _make_folder(folder)
-    FileSystems.rename([temp for *_, temp, _ in numbered], [posixpath.join(directory, n) for n in names])
-    delete_temporary(plan)
+    for (*_, temp, _), name in zip(numbered, names):
+        txn.move(temp, posixpath.join(directory, name))
     if plan.write_success:
-        with create_file(posixpath.join(directory, SUCCESS_FILE)):
-            pass
+        txn.mark(posixpath.join(directory, SUCCESS_FILE))
     total = sum(count for *_, count in numbered)
-    _LOGGER.info("Committed %d records in %d files to %s", total, len(numbered), directory)
+    _LOGGER.info("Committing %d records in %d files to %s", total, len(numbered), directory)
     return {
         "directory": directory,
         "files": names,
@@ -239,15 +256,6 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate) -> dict:
         "partitions": partitions,
         "skipped": False,
     }
-
-
-def _make_folder(folder: str) -> None:
-    """Creates a destination folder where the file system has folders (local, HDFS)."""
-    if not FileSystems.exists(folder):
-        try:
-            FileSystems.mkdirs(folder)
-        except OSError:  # created meanwhile
-            pass
 
 
 def delete_temporary(plan: CommitPlan) -> None:

@@ -10,7 +10,8 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.files import FileSystems, list_files, read_text, write_text_atomically
+from beam_tensorize.job.files import FileSystems, list_files, read_text
+from beam_tensorize.job.transaction import Transaction
 from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list, split_term_only
 from beam_tensorize.kernels.metadata import METADATA_FILE
 
@@ -180,11 +181,13 @@ def merge_feature_lists(
     return merged
 
 
-def write_feature_lists(lists: Mapping[str, FeatureList], output_dir: str) -> dict[str, str]:
-    """Write `featureList/<tensor>` and `metadata/featureListCounts/<tensor>.tsv`, each under a
-    temporary name then renamed into place, and remove the list and count files of an earlier
-    run that this run does not write (tensors no longer in the config): the folders then hold
-    exactly the lists the metadata names. Term-only lists (`split_term_only`) go to
+def write_feature_lists(
+    lists: Mapping[str, FeatureList], output_dir: str, txn: Transaction
+) -> dict[str, str]:
+    """Write `featureList/<tensor>` and `metadata/featureListCounts/<tensor>.tsv` as part of
+    the commit `txn`, and remove the list and count files of an earlier run that this run
+    does not write (tensors no longer in the config): the folders then hold exactly the lists
+    the metadata names. Term-only lists (`split_term_only`) go to
     `termOnlyFeatureList/<tensor>`. Returns tensor name -> relative list path."""
     lists, term_only = split_term_only(lists)
     kept = {
@@ -200,16 +203,16 @@ def write_feature_lists(lists: Mapping[str, FeatureList], output_dir: str) -> di
     ]
     if stale:
         _LOGGER.info("Removing %d feature-list file(s) of an earlier run: %s", len(stale), stale)
-        FileSystems.delete(stale)
+        txn.delete(stale)
     paths = {}
     for name, feature_list in sorted(lists.items()):
         relative = posixpath.join(FEATURE_LIST_FOLDER, name)
-        write_text_atomically(posixpath.join(output_dir, relative), feature_list.to_text())
+        txn.write_text(posixpath.join(output_dir, relative), feature_list.to_text())
         if feature_list.counts is not None:
-            write_text_atomically(
+            txn.write_text(
                 posixpath.join(output_dir, COUNTS_FOLDER, f"{name}.tsv"), feature_list.counts_text()
             )
         paths[name] = relative
     for name, feature_list in sorted(term_only.items()):
-        write_text_atomically(posixpath.join(output_dir, TERM_ONLY_FOLDER, name), feature_list.to_text())
+        txn.write_text(posixpath.join(output_dir, TERM_ONLY_FOLDER, name), feature_list.to_text())
     return paths

@@ -1,6 +1,7 @@
 """The finishing steps of a tensorize job, in the order both runtimes run them: dead letters and
-the bad-record check, removing `_SUCCESS` before the commit, the split's metadata entry, and
-`_SUCCESS` written last; plus the checks of settings they share.
+the bad-record check, then one commit (`commit_split`) of the data, the split's metadata entry,
+the feature lists, the dead letters and the `_SUCCESS` markers; plus the checks of settings
+they share.
 
 The Beam `Tensorize` runs them as `beam.Map` steps, `tensorize_spark` on its driver, so both
 give the same files.
@@ -12,12 +13,20 @@ import base64
 import json
 import posixpath
 import uuid
+from typing import TYPE_CHECKING, NamedTuple
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, remove_empty_temporary
-from beam_tensorize.job.files import FileSystems, create_file, list_files, read_text, write_text_atomically
+from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, PendingFiles, commit_files
+from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, read_feature_lists
+from beam_tensorize.job.files import list_files, read_text, write_text_atomically
+from beam_tensorize.job.metadata import write_metadata
+from beam_tensorize.job.transaction import CommitConflict, Transaction
+from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 from beam_tensorize.kernels.metadata import METADATA_FILE
+
+if TYPE_CHECKING:  # the spec's module imports this one
+    from beam_tensorize.job.spec import TensorizeSpec
 
 __all__ = [
     "BAD",
@@ -34,8 +43,9 @@ __all__ = [
     "extra_layouts",
     "first_layouts",
     "ignoring_existing",
-    "remove_success_marker",
-    "write_success",
+    "commit_split",
+    "describe_blocks",
+    "MetadataInputs",
 ]
 
 #: Execution mode -> folder the records go to.
@@ -90,7 +100,7 @@ def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = F
     """Write every bad record as sorted JSON lines, then fail the job if too many rows were bad;
     else the counts. (Nothing is written when ignoring.)
 
-    The lines go to `<folder>/_temporary/<id>.jsonl` and `write_success` moves them into place
+    The lines go to `<folder>/_temporary/<id>.jsonl` and `commit_split` moves them into place
     with the rest of the output, so a failed run never replaces the dead letters of the output
     it leaves as it was; a run that fails the check leaves its lines in
     `<folder>/_failed/part-00000-of-00001.jsonl` for inspection (named in the error).
@@ -133,33 +143,16 @@ def _first_reason(lines: list[str]) -> str:
     return f"{where}: {letter.get('reason', '?')}"
 
 
-def commit_dead_letters(counts: dict, folder: str) -> None:
-    """Move this run's dead letters into `<folder>/part-00000-of-00001.jsonl` and remove those
-    of an earlier failed run (`_failed/`); `_temporary/` goes once empty (a job running beside
-    this one may have its own there; what killed runs left is removed when a run starts, see
-    `beam_tensorize.job.preflight.remove_stale_temporaries`)."""
+def commit_dead_letters(counts: dict, folder: str, txn: Transaction) -> None:
+    """As part of the commit `txn`: this run's dead letters become
+    `<folder>/part-00000-of-00001.jsonl`, and those of an earlier failed run (`_failed/`) go."""
     pending = counts.get("deadLetters")
     if pending is None:
         return
-    final = posixpath.join(folder, DEAD_LETTER_FILE)
-    if FileSystems.exists(final):
-        FileSystems.delete([final])
-    FileSystems.rename([pending], [final])
+    txn.move(pending, posixpath.join(folder, DEAD_LETTER_FILE))
     failed = posixpath.join(folder, FAILED_FOLDER)
-    files = list_files(posixpath.join(failed, "**"))
-    if files:
-        FileSystems.delete(files)
-    if FileSystems.exists(failed):  # an emptied local folder (object stores have none)
-        FileSystems.delete([failed])
-    remove_empty_temporary(folder)
-
-
-def remove_success_marker(counts: dict, out: str, ignoring: bool = False) -> dict:
-    """Delete `<out>/_SUCCESS` before the commit (readers see the output as incomplete)."""
-    marker = posixpath.join(out, SUCCESS_FILE)
-    if not ignoring and FileSystems.exists(marker):
-        FileSystems.delete([marker])
-    return counts
+    txn.delete(list_files(posixpath.join(failed, "**")))
+    txn.cleanup(failed)
 
 
 def describe_split(
@@ -199,17 +192,98 @@ def appending_to(out: str, split: str, save_mode: str) -> dict | None:
     return json.loads(document).get("data", {}).get(split) if document else None
 
 
-def write_success(
-    metadata_path: str, out: str, split: str, splits: dict, counts: dict | None = None, *_after
+def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, groups) -> dict:
+    """The split's entry for deduplicated blocks: `numRecords` counts rows (the files hold
+    `numBlocks` rows of blocks), and `deduplication` says how to restore them."""
+    info = dict(splits[split])
+    info["numBlocks"] = info["numRecords"]
+    info["numRecords"] = counts["numRecords"]
+    info["deduplication"] = {
+        "blockSize": block_size,
+        "groups": [list(g) for g in groups],
+        "indexes": [index_column(g[0]) for g in groups],
+    }
+    return {**splits, split: info}
+
+
+class MetadataInputs(NamedTuple):
+    """What a run found out for the metadata besides its files (see `write_metadata`)."""
+
+    lists: dict
+    write_lists: bool
+    extra: tuple = ()
+    maxima: dict | None = None
+    transform: dict | None = None
+    #: The records were indexed with the output's feature lists (validation / test, or an
+    #: append to train data): they must still be the output's at the commit.
+    lists_from_output: bool = False
+
+
+def _check_same_lists(spec: TensorizeSpec, inputs: MetadataInputs, previous: dict | None) -> None:
+    """Under the commit lock: another run's commit since this run started must not have changed
+    the feature lists this run's records are indexed with."""
+    out = spec.output
+    appending_train = spec.save_mode == "append" and spec.execution_mode == "train"
+    changed = appending_train and (previous is not None) != inputs.lists_from_output
+    if not changed and inputs.lists_from_output:
+        names = list(inputs.lists)
+        now = read_feature_lists(
+            [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
+        )
+        changed = any(now[n].entries != inputs.lists[n].entries for n in now if n in inputs.lists)
+    if changed:
+        raise CommitConflict(
+            f"another run committed to {out} while this one ran, with other feature lists than "
+            "this run's records are indexed with; nothing of this run was committed and the output "
+            "is as that run left it; run this one again"
+        )
+
+
+def commit_split(
+    spec: TensorizeSpec, run: str, pending: PendingFiles | None, counts: dict | None, inputs: MetadataInputs
 ) -> dict:
-    """Move the dead letters into place (`commit_dead_letters`), then write
-    `<out>/<split>/_SUCCESS` and `<out>/_SUCCESS` last; returns the job's summary dict.
-    `_after`: side inputs that only order this step after others (the run report)."""
-    if counts is not None:
-        commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split))
-    for folder in (posixpath.join(out, split), out):  # the split's too, as Avro2TF writes it
-        with create_file(posixpath.join(folder, SUCCESS_FILE)):
-            pass
+    """Commit a run's split into its output in one `Transaction`: the data files, the metadata
+    and feature lists, the dead letters, the report staged by `write_report(target=...)`, and
+    the `_SUCCESS` markers of the split and the output, all decided under the output's lock
+    against what the output holds then (two runs appending at once are both listed).
+
+    Args:
+        spec: the job's settings.
+        run: the run's id (its staging folder, `staging_folder(spec.output, run)`).
+        pending: the data files written (None: Avro2TF's --skip-conversion, metadata only).
+        counts: what `check_bad_records` said.
+        inputs: the metadata's other inputs.
+
+    Returns:
+        the job's summary: `output`, `split`, `files`, `numRecords`, `badRecords`,
+        `metadata` (or `skipped`, or `conversionSkipped`).
+    """
+    out, split = spec.output, spec.split
+    with Transaction(out, run) as txn:
+        if pending is None:
+            metadata = write_metadata(
+                {}, spec.config, out, spec.compression, inputs.write_lists, inputs.lists, inputs.extra,
+                inputs.maxima, discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
+            )  # fmt: skip
+            return {"output": out, "split": split, "files": [], "numRecords": 0, "metadata": metadata,
+                    "conversionSkipped": True}  # fmt: skip
+        committed = commit_files(pending.written, pending.plan, pending.checked, txn=txn)
+        if committed["skipped"]:
+            txn.abort()
+            return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
+        previous = appending_to(out, split, spec.save_mode)
+        _check_same_lists(spec, inputs, previous)
+        splits = describe_split(committed, split, counts, spec.folder_columns, spec.output_format, previous)
+        if spec.dedup_block_size:
+            splits = describe_blocks(splits, split, counts, spec.dedup_block_size, spec.dedup_user_cols)
+        metadata = write_metadata(
+            splits, spec.config, out, spec.compression, inputs.write_lists and previous is None, inputs.lists,
+            inputs.extra, inputs.maxima, add_to_recorded=spec.save_mode == "append",
+            discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
+        )  # fmt: skip
+        commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split), txn)
+        for folder in (posixpath.join(out, split), out):  # the split's too, as Avro2TF writes it
+            txn.mark(posixpath.join(folder, SUCCESS_FILE))
     info = splits[split]
     return {
         "output": out,
@@ -217,7 +291,7 @@ def write_success(
         "files": [posixpath.join(out, split, name) for name in info["files"]],
         "numRecords": info["numRecords"],
         "badRecords": info["badRecords"],
-        "metadata": metadata_path,
+        "metadata": metadata,
     }
 
 

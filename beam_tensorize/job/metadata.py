@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
-from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.job.files import read_text
+from beam_tensorize.job.transaction import Transaction
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 from beam_tensorize.kernels.features.vocab import FeatureList
 from beam_tensorize.kernels.metadata import (
@@ -54,11 +55,12 @@ def write_metadata(
     add_to_recorded: bool = False,
     discard_unknown: bool = False,
     transform: Mapping | None = None,
+    txn: Transaction | None = None,
 ) -> str:
     """Write the metadata document (and, if asked, the feature lists) now; returns its path.
 
     What `EmitMetadata` does when the job runs: entries of other splits in an existing
-    document are kept; every file is written under a temporary name and renamed into place.
+    document are kept; the files take their places in one atomic commit.
 
     Args:
         splits: `{split folder: {"files": [...], "numRecords": n, ...}}` of the committed data.
@@ -75,6 +77,8 @@ def write_metadata(
         discard_unknown: entries not in their feature list were left out of lists and vectors.
         transform: the run's `transform` entry (`TransformSettings.to_json`); None keeps the
             recorded one.
+        txn: the commit the files are part of (`beam_tensorize.job.transaction`); None commits
+            them at once, in a transaction of their own.
 
     Example:
         >>> import tempfile
@@ -85,9 +89,15 @@ def write_metadata(
         >>> path.endswith("metadata/tensor_metadata.json")
         True
     """
+    if txn is None:
+        with Transaction(output_dir) as txn:
+            return write_metadata(
+                splits, config, output_dir, compression, write_lists, lists, extra, maxima,
+                add_to_recorded, discard_unknown, transform, txn,
+            )  # fmt: skip
     lists = dict(lists or {})
     if write_lists:
-        paths = write_feature_lists(lists, output_dir)
+        paths = write_feature_lists(lists, output_dir, txn)
     else:
         paths = {name: posixpath.join(FEATURE_LIST_FOLDER, name) for name in lists}
     data = dict(splits)
@@ -112,6 +122,6 @@ def write_metadata(
         transform=transform if transform is not None else (previous or {}).get("transform"),
     )
     path = posixpath.join(output_dir, METADATA_FILE)
-    write_text_atomically(path, metadata_json(document))
-    _LOGGER.info("Wrote %s", path)
+    txn.write_text(path, metadata_json(document))
+    _LOGGER.info("Staged %s", path)
     return path

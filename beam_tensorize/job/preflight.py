@@ -19,14 +19,22 @@ import threading
 import time
 import uuid
 
-from beam_tensorize.job.commit import TEMP_FOLDER, remove_empty_temporary
+from beam_tensorize.job.commit import TEMP_FOLDER, check_target, remove_empty_temporary
 from beam_tensorize.job.files import FileSystems, create_file, list_files, open_file
 from beam_tensorize.job.finish import DEAD_LETTER_FOLDER, SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.job.transaction import recover
 from beam_tensorize.kernels.metadata import config_differences, config_fingerprint
 
-__all__ = ["RunLock", "check_output_writable", "check_same_config", "live_locks", "remove_stale_temporaries"]
+__all__ = [
+    "RunLock",
+    "check_output_place",
+    "check_output_writable",
+    "check_same_config",
+    "live_locks",
+    "remove_stale_temporaries",
+]
 
 #: Seconds the write probe may take (an unreachable object store retries for minutes).
 PROBE_TIMEOUT = 60.0
@@ -95,6 +103,31 @@ def check_same_config(spec: TensorizeSpec) -> None:
     )
 
 
+def check_output_place(spec: TensorizeSpec) -> None:
+    """Before any data is read: with save mode `error`, the split folder must hold no files;
+    and (local folders) no symbolic link inside the output, which a commit would replace or
+    delete through (`beam_tensorize.job.transaction` refuses them at the commit too).
+
+    Raises:
+        FileExistsError: save mode `error` and the split folder holds files.
+        ValueError: a symbolic link inside the output; the message names it and its target.
+    """
+    if spec.save_mode == "error":
+        check_target(spec.split_dir, "error")
+    root = spec.output.rstrip("/")
+    if "://" in root or spec.save_mode == "ignore" or not os.path.isdir(root):
+        return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != TEMP_FOLDER)
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                raise ValueError(
+                    f"{path} is a symbolic link (to {os.readlink(path)}): a commit replaces files only "
+                    "inside the output folder; replace the link with a folder, or choose another output"
+                )
+
+
 #: A running job's lock file, in `<output>/_temporary/`: `.run-<id>.lock`.
 _LOCK_PREFIX = ".run-"
 #: A lock written on another machine counts as live for this long (its process cannot be checked).
@@ -159,7 +192,8 @@ def live_locks(output: str) -> list[str]:
 
 
 def remove_stale_temporaries(output: str) -> tuple[int, int]:
-    """Remove what killed runs left in the output's temporary folders (`<output>/_temporary/`,
+    """Finish the commit a killed run left (`beam_tensorize.job.transaction.recover`), then
+    remove what killed runs left in the output's temporary folders (`<output>/_temporary/`,
     `<output>/<split>/_temporary/`, `<output>/deadLetters/<split>/_temporary/`), unless a job is
     running into the output now. Only those folders are listed, not the committed data. Call
     it before taking the `RunLock`.
@@ -167,6 +201,7 @@ def remove_stale_temporaries(output: str) -> tuple[int, int]:
     Returns:
         (files removed, their bytes).
     """
+    recover(output)  # first: a killed commit's staged files are the output's new contents
     if live_locks(output):
         return 0, 0
     root = output.rstrip("/")

@@ -180,6 +180,7 @@ def write_report(
     execution_mode: str,
     report_format: str,
     drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
+    target: str | None = None,
 ) -> dict:
     """Write the split's report (`report_format` "json" or "html"; "none" writes nothing).
 
@@ -189,9 +190,12 @@ def write_report(
         report_format: "none", "json" or "html".
         drift_threshold: distances above it flag a tensor (validation / test runs that find a
             train report in `out`).
+        target: the folder to write into instead of `out` (a run's staging folder, see
+            `beam_tensorize.job.transaction`); the train report is still read from `out`.
 
     Returns:
-        `{"json": path, "html": path}` of the files written (an empty dict for "none").
+        `{"json": path, "html": path}`: where the files are (or will be, once committed) in `out`
+        (an empty dict for "none").
     """
     if report_format not in REPORT_FORMATS:
         raise ValueError(f"report must be one of {', '.join(REPORT_FORMATS)}, got {report_format!r}")
@@ -208,14 +212,14 @@ def write_report(
     last_batch = timings.pop("lastBatchAt", None)
     if last_batch is not None:  # the records' commit, the metadata: after the last batch
         timings["commitAndMetadata"] = max(time.time() - last_batch, 0.0)
-    json_path, html_path = report_paths(out, split)
-    written = {"json": json_path}
+    json_path, html_path = report_paths(target or out, split)
+    written = {"json": report_paths(out, split)[0]}
     if report_format == "html":
         page_started = time.perf_counter()
         page = _render_page({**document, "timings": timings})
         timings["renderPage"] = time.perf_counter() - page_started
         write_text_atomically(html_path, page)
-        written["html"] = html_path
+        written["html"] = report_paths(out, split)[1]
     timings["writeReport"] = time.perf_counter() - started
     document["timings"] = timings
     write_text_atomically(json_path, json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n")

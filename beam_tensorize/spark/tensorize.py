@@ -49,8 +49,8 @@ from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.job.commit import (
     TEMP_FOLDER,
     CommitPlan,
+    PendingFiles,
     check_target,
-    commit_files,
     delete_temporary,
 )
 from beam_tensorize.job.feature_lists import (
@@ -66,21 +66,20 @@ from beam_tensorize.job.finish import (
     BAD,
     DEAD_LETTER_FOLDER,
     GOOD,
+    MetadataInputs,
     appending_to,
     check_bad_records,
+    commit_split,
     dead_letter_json,
-    describe_split,
     extra_layouts,
     first_layouts,
     ignoring_existing,
-    remove_success_marker,
-    write_success,
 )
-from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_schema
 from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer, write_report
 from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.job.transaction import staging_folder
 from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
@@ -323,9 +322,7 @@ def tensorize_spark(
                 .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
                 .collect()
             )
-        return _finish(written, config, out, split, mode, plan, checked, spec.max_bad_records_ratio, lists, previous,
-                       spec.extra_names, partition_by, spec.discard_unknown_entries, transform,
-                       spec.report, spec.drift_threshold)  # fmt: skip
+        return _finish(written, spec, plan, checked, lists, previous, transform)
     finally:
         delete_temporary(plan)  # gone already after a commit
         lists_broadcast.destroy()
@@ -388,22 +385,7 @@ def _build_feature_lists(spark: SparkSession, splits: list, spec: TensorizeSpec)
 
 
 def _finish(
-    written,
-    config,
-    out,
-    split,
-    mode,
-    plan,
-    checked,
-    max_ratio,
-    lists,
-    previous,
-    extra,
-    partition_by,
-    discard_unknown=False,
-    transform=None,
-    report: str = "none",
-    drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
+    written, spec: TensorizeSpec, plan: CommitPlan, checked: dict, lists, previous, transform
 ) -> dict:
     """The driver's part once the files are written: the Beam job's last steps, in its order."""
     files: list[tuple[str, int | str, str, int]] = []
@@ -424,28 +406,28 @@ def _finish(
         else:
             layouts.append(pickle.loads(row["payload"]))
     document = None
-    if report != "none":  # complete now: the page's plots are drawn while the files are committed
-        document = _merged(statistics, bad_lines, config).document()
-        if report == "html":
+    if spec.report != "none":  # complete now: the page's plots are drawn while the files are committed
+        document = _merged(statistics, bad_lines, spec.config).document()
+        if spec.report == "html":
             draw_page_figures_ahead(document["tensors"])
     good = sum(count for *_, count in files)
     grouped = (0, [(GOOD, good), *((BAD, line) for line in bad_lines)])
-    counts = check_bad_records(grouped, posixpath.join(out, DEAD_LETTER_FOLDER, split), max_ratio)
-    remove_success_marker(counts, out)
-    committed = commit_files(files, plan, checked)
-    if committed["skipped"]:
-        return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
-    splits = describe_split(committed, split, counts, partition_by, plan.file_format, previous)
-    extra_layouts = first_layouts(layouts) if extra else ()
-    write_lists = mode == "train" and previous is None  # appending keeps the lists as they are
-    largest = merge_maxima(maxima) if mode == "train" else None
-    metadata = write_metadata(
-        splits, config, out, plan.compression, write_lists, lists, extra_layouts, largest,
-        add_to_recorded=plan.save_mode == "append", discard_unknown=discard_unknown, transform=transform,
-    )  # fmt: skip
-    if document is not None:  # after the metadata, before _SUCCESS (as the Beam job)
-        write_report(document, out, split, mode, report, drift_threshold)
-    return write_success(metadata, out, split, splits, counts)
+    counts = check_bad_records(
+        grouped, posixpath.join(spec.output, DEAD_LETTER_FOLDER, spec.split), spec.max_bad_records_ratio
+    )
+    run = uuid.uuid4().hex
+    if document is not None:  # staged, then committed with the rest (as the Beam job)
+        write_report(document, spec.output, spec.split, spec.execution_mode, spec.report, spec.drift_threshold,
+                     staging_folder(spec.output, run))  # fmt: skip
+    inputs = MetadataInputs(
+        lists,
+        spec.execution_mode == "train",
+        first_layouts(layouts) if spec.extra_names else (),
+        merge_maxima(maxima) if spec.execution_mode == "train" else None,
+        transform,
+        lists_from_output=spec.execution_mode != "train" or previous is not None,
+    )
+    return commit_split(spec, run, PendingFiles(files, plan, checked), counts, inputs)
 
 
 def _merged(statistics: Sequence[Statistics], bad_lines: Sequence[str], config) -> Statistics:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 import tensorflow as tf
 
+from beam_tensorize.job.transaction import recover
+
 __all__ = ["committed_split", "load_metadata", "make_dataset", "parse_spec"]
 
 _SPLITS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
@@ -89,6 +91,7 @@ def committed_split(output_dir: str, split: str) -> tuple[str, str, dict, dict]:
     """
     root = output_dir.rstrip("/")
     folder = _SPLITS.get(split, split)
+    recover(root)  # a commit a killed run left: finished first (its new output is complete)
     if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
         raise ValueError(
             f"{root} has no _SUCCESS: the job writing it has not finished, or failed; wait for it "

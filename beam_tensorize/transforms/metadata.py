@@ -10,6 +10,7 @@ import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorizeConfig
+from beam_tensorize.job.finish import MetadataInputs
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.kernels.serving_settings import TransformSettings
 
@@ -23,8 +24,8 @@ class EmitMetadata(beam.PTransform):
 
     Input: a PCollection of one dict `{split folder: {"files": [...], "numRecords": n, ...}}`
     (the committed data). Entries for other split folders already in an existing metadata
-    file are kept, so a test-mode run adds `testData` beside an earlier `trainingData`. Every
-    file is written under a temporary name and renamed into place.
+    file are kept, so a test-mode run adds `testData` beside an earlier `trainingData`. The
+    files take their places in one atomic commit (`beam_tensorize.job.transaction`).
 
     Args:
         config: the parsed config.
@@ -95,7 +96,10 @@ class EmitMetadata(beam.PTransform):
             ),
         }
 
-    def expand(self, splits):
+    def inputs(self, pipeline, lists_from_output=False) -> beam.PCollection:
+        """A PCollection of one `MetadataInputs`: what the metadata takes besides the data's
+        entry, gathered when the job runs (`Tensorize` commits it with the data).
+        `lists_from_output`: a bool, or a PCollection of one."""
         side_inputs = {}
         if self._feature_lists is not None:
             side_inputs["lists"] = beam.pvalue.AsSingleton(self._feature_lists)
@@ -107,21 +111,44 @@ class EmitMetadata(beam.PTransform):
             if self._input_schema is not None:
                 entry = self._input_schema | "TransformEntry" >> beam.Map(_transform_entry, self._settings)
             else:
-                entry = splits.pipeline | "TransformEntry" >> beam.Create([self._settings.to_json()])
+                entry = pipeline | "TransformEntry" >> beam.Create([self._settings.to_json()])
             side_inputs["transform"] = beam.pvalue.AsSingleton(entry)
-        write_lists = self._write_lists
-        if isinstance(write_lists, beam.PCollection):
-            write_lists = beam.pvalue.AsSingleton(write_lists)
+        for name, value in (("write_lists", self._write_lists), ("lists_from_output", lists_from_output)):
+            side_inputs[name] = (
+                beam.pvalue.AsSingleton(value) if isinstance(value, beam.PCollection) else value
+            )
+        return (
+            pipeline
+            | "MetadataStep" >> beam.Create([None])
+            | "MetadataInputs" >> beam.Map(_metadata_inputs, **side_inputs)
+        )
+
+    def expand(self, splits):
         return splits | "WriteMetadata" >> beam.Map(
-            write_metadata,
+            _write_metadata,
+            beam.pvalue.AsSingleton(self.inputs(splits.pipeline)),
             self._config,
             self._output_dir,
             self._compression,
-            write_lists=write_lists,
-            add_to_recorded=self._add_to_recorded,
-            discard_unknown=self._discard_unknown,
-            **side_inputs,
+            self._add_to_recorded,
+            self._discard_unknown,
         )
+
+
+def _metadata_inputs(_, lists=None, write_lists=False, extra=(), maxima=None, transform=None,
+                     lists_from_output=False) -> MetadataInputs:  # fmt: skip
+    return MetadataInputs(
+        dict(lists or {}), bool(write_lists), tuple(extra), maxima, transform, lists_from_output
+    )
+
+
+def _write_metadata(
+    splits, inputs: MetadataInputs, config, output_dir, compression, add_to_recorded, discard
+):
+    return write_metadata(
+        splits, config, output_dir, compression, inputs.write_lists, inputs.lists, inputs.extra,
+        inputs.maxima, add_to_recorded, discard, inputs.transform,
+    )  # fmt: skip
 
 
 def _transform_entry(schema: bytes | None, settings: TransformSettings) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -23,17 +24,15 @@ from beam_tensorize.job.finish import (
     GOOD,
     appending_to,
     check_bad_records,
+    commit_split,
     dead_letter_json,
-    describe_split,
     extra_layouts,
     first_layouts,
     ignoring_existing,
-    remove_success_marker,
-    write_success,
 )
 from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
-from beam_tensorize.kernels.dedup import index_column
+from beam_tensorize.job.transaction import staging_folder
 from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
@@ -191,9 +190,7 @@ class Tensorize(beam.PTransform):
         )[BATCHES] | "ExtractListTensors" >> ExtractListTensors(spec.config)
         return batches, counted, unreadable
 
-    def _emit_metadata(
-        self, lists, write_lists, extra_stored, maxima, input_schema, add_to_recorded=False
-    ) -> EmitMetadata:
+    def _emit_metadata(self, lists, write_lists, extra_stored, maxima, input_schema) -> EmitMetadata:
         """The metadata step of this job (with or without records)."""
         spec = self.spec
         return EmitMetadata(
@@ -204,7 +201,6 @@ class Tensorize(beam.PTransform):
             write_feature_lists=write_lists,
             extra_columns=extra_stored,
             maxima=maxima,
-            add_to_recorded=add_to_recorded,
             discard_unknown=spec.discard_unknown_entries,
             settings=spec.transform_settings,
             input_schema=input_schema,
@@ -215,22 +211,10 @@ class Tensorize(beam.PTransform):
     ) -> TensorizeOutputs:
         """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
         spec = self.spec
-        config, out, split = spec.config, spec.output, spec.split
-        maxima = _largest_integers(hashed, config)
-        metadata = (
-            pipeline
-            | "NoSplitWritten" >> beam.Create([{}])
-            | "EmitMetadata" >> self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema)
-        )
-        result = metadata | "Result" >> beam.Map(
-            lambda path: {
-                "output": out,
-                "split": split,
-                "files": [],
-                "numRecords": 0,
-                "metadata": path,
-                "conversionSkipped": True,
-            }
+        maxima = _largest_integers(hashed, spec.config)
+        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).inputs(pipeline)
+        result = inputs | "Commit" >> beam.Map(
+            lambda metadata_inputs: commit_split(spec, uuid.uuid4().hex, None, None, metadata_inputs)
         )
         nothing = pipeline | "NoDeadLetters" >> beam.Create([])
         return TensorizeOutputs(result=result, dead_letters=nothing)
@@ -293,7 +277,8 @@ class Tensorize(beam.PTransform):
                 | "OutputFolder" >> beam.Create([out])
                 | "AppendingTo?" >> beam.Map(appending_to, split, spec.save_mode)
             )
-        write_lists = spec.execution_mode == "train"
+        write_lists = spec.execution_mode == "train"  # not when appending to train data (see commit_split)
+        lists_from_output = False  # the lists are the output's: they must still be at the commit
         if spec.execution_mode == "train":
             counted = hashed if counted is None else counted
             own = counted | "BuildFeatureLists" >> BuildFeatureLists(
@@ -308,8 +293,9 @@ class Tensorize(beam.PTransform):
                 own = own | "KeepEarlierLists" >> beam.Map(
                     _earlier_if_appending, beam.pvalue.AsSingleton(earlier), beam.pvalue.AsSingleton(previous)
                 )
-                write_lists = previous | "NewLists?" >> beam.Map(lambda entry: entry is None)
+                lists_from_output = previous | "EarlierLists?" >> beam.Map(lambda entry: entry is not None)
         else:
+            lists_from_output = True
             own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
                 [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
             )
@@ -334,6 +320,7 @@ class Tensorize(beam.PTransform):
             >> EncodeExamples(config, keep_columns=spec.folder_columns, output_format=spec.output_format)
         )
         split_dir = posixpath.join(out, split)
+        run = uuid.uuid4().hex  # names the staging folder of the metadata, lists and report
         ignoring = (
             pipeline
             | "SplitFolder" >> beam.Create([split_dir])
@@ -360,33 +347,25 @@ class Tensorize(beam.PTransform):
                 beam.pvalue.AsSingleton(ignoring),
             )
         )
-        gate = counts | "MarkIncomplete" >> beam.Map(
-            remove_success_marker, out, beam.pvalue.AsSingleton(ignoring)
+        writer_options = dict(
+            num_shards=spec.num_shards,
+            max_records_per_file=spec.max_records_per_file,
+            compression=spec.compression,
+            save_mode=spec.save_mode,
+            partition_by=spec.folder_columns,
         )
         if spec.output_format in ("parquet", "avro"):
             sink = WriteParquet if spec.output_format == "parquet" else WriteAvro
-            writer = f"Write{spec.output_format.capitalize()}" >> sink(
-                split_dir,
-                num_shards=spec.num_shards,
-                max_records_per_file=spec.max_records_per_file,
-                compression=spec.compression,
-                save_mode=spec.save_mode,
-                partition_by=spec.folder_columns,
-                write_success_file=False,
-                commit_gate=gate,
+            writer = (
+                f"Write{spec.output_format.capitalize()}"
+                >> sink(split_dir, **writer_options).without_commit()
             )
         else:
-            writer = "WriteTFRecord" >> WriteTFRecord(
-                split_dir,
-                num_shards=spec.num_shards,
-                max_records_per_file=spec.max_records_per_file,
-                compression=spec.compression,
-                save_mode=spec.save_mode,
-                record_type="ByteArray",
-                record_column=SERIALIZED_COLUMN,
-                partition_by=spec.folder_columns,
-                write_success_file=False,
-                commit_gate=gate,
+            writer = (
+                "WriteTFRecord"
+                >> WriteTFRecord(
+                    split_dir, record_type="ByteArray", record_column=SERIALIZED_COLUMN, **writer_options
+                ).without_commit()
             )
         examples = encoded.examples
         if spec.shuffle:
@@ -395,59 +374,42 @@ class Tensorize(beam.PTransform):
             examples = examples | "DeduplicateUsers" >> DeduplicateFeatures(
                 spec.dedup_block_size, spec.dedup_user_cols
             )
-        written = examples | writer
-        skipped = written | "Skipped" >> beam.Filter(lambda w: w["skipped"])
-        written = written | "Committed" >> beam.Filter(lambda w: not w["skipped"])
-        splits = written | "DescribeSplit" >> beam.Map(
-            describe_split,
-            split,
-            beam.pvalue.AsSingleton(counts),
-            spec.folder_columns,
-            spec.output_format,
-            beam.pvalue.AsSingleton(previous) if appending else None,
-        )
-        if spec.dedup_block_size:
-            splits = splits | "DescribeBlocks" >> beam.Map(
-                describe_blocks,
-                split,
-                beam.pvalue.AsSingleton(counts),
-                spec.dedup_block_size,
-                spec.dedup_user_cols,
-            )
+        pending = examples | writer
         maxima = _largest_integers(hashed, config) if spec.execution_mode == "train" else None
-        metadata = splits | "EmitMetadata" >> self._emit_metadata(
-            lists, write_lists, extra_stored, maxima, input_schema, add_to_recorded=appending
+        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).inputs(
+            pipeline, lists_from_output
         )
         report = ()
         if spec.report != "none":
-            # The statistics of the extracted batches (before hashing and feature lists), the
-            # report written once the data and the metadata are committed, before _SUCCESS.
+            # The statistics of the extracted batches (before hashing and feature lists); the
+            # report is staged before the commit, which moves it into place with the rest.
             statistics = extracted | "ComputeStatistics" >> ComputeStatistics(
                 config, lists, dead_letters, prepare_page=spec.report == "html", hashes=hashes
             )
-            written_report = metadata | "WriteReport" >> beam.Map(
-                _write_report_after,
-                beam.pvalue.AsSingleton(statistics),
+            written_report = statistics | "WriteReport" >> beam.Map(
+                write_report,
                 out,
                 split,
                 spec.execution_mode,
                 spec.report,
                 spec.drift_threshold,
+                staging_folder(out, run),
             )
             report = (beam.pvalue.AsList(written_report),)
-        done = metadata | "WriteSuccess" >> beam.Map(
-            write_success,
-            out,
-            split,
-            beam.pvalue.AsSingleton(splits),
+        result = pending | "Commit" >> beam.Map(
+            _commit_split,
+            spec,
+            run,
             beam.pvalue.AsSingleton(counts),
+            beam.pvalue.AsSingleton(inputs),
             *report,
         )
-        untouched = skipped | "NothingWritten" >> beam.Map(
-            lambda _: {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
-        )
-        result = (done, untouched) | "Result" >> beam.Flatten()
         return TensorizeOutputs(result=result, dead_letters=dead_letters)
+
+
+def _commit_split(pending, spec: TensorizeSpec, run: str, counts: dict, inputs, *_after) -> dict:
+    """`commit_split` once the report is staged (`_after`: side inputs that only order it)."""
+    return commit_split(spec, run, pending, counts, inputs)
 
 
 def _largest_integers(hashed, config: TensorizeConfig):
@@ -458,25 +420,6 @@ def _largest_integers(hashed, config: TensorizeConfig):
         | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
         | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
     )
-
-
-def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, groups) -> dict:
-    """The split's entry for deduplicated blocks: `numRecords` counts rows (the files hold
-    `numBlocks` rows of blocks), and `deduplication` says how to restore them."""
-    info = dict(splits[split])
-    info["numBlocks"] = info["numRecords"]
-    info["numRecords"] = counts["numRecords"]
-    info["deduplication"] = {
-        "blockSize": block_size,
-        "groups": [list(g) for g in groups],
-        "indexes": [index_column(g[0]) for g in groups],
-    }
-    return {**splits, split: info}
-
-
-def _write_report_after(_metadata_path: str, statistics: dict, *settings) -> dict:
-    """`write_report` once the metadata is written (its path is the step's main input)."""
-    return write_report(statistics, *settings)
 
 
 class _CountingRead(ReadTable):
