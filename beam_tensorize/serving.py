@@ -115,6 +115,12 @@ class Preprocessor:
         """
         recover(output_dir)  # a commit a killed run left: finished first (its new output is complete)
         metadata = json.loads(_read_text(output_dir, METADATA_FILE, "metadata"))
+        if "config" not in metadata:
+            raise ServingError(
+                f"error: the metadata at {posixpath.join(output_dir, METADATA_FILE)} has no 'config' entry "
+                "(it was not written by beam_tensorize, or by a version before serving); run the job "
+                "again into this folder, or build the Preprocessor with Preprocessor.from_config"
+            )
         config = parse_config(metadata["config"])
         lists = {}
         for entry in metadata.get("features", []) + metadata.get("labels", []):
@@ -173,6 +179,8 @@ class Preprocessor:
             ServingError: a record's value does not fit its column's type (names the record).
         """
         schema = self.settings.input_schema
+        if schema is not None:
+            _refuse_truncated_numbers(records, schema)
         try:
             if schema is None:
                 return pa.RecordBatch.from_pylist(list(records))
@@ -274,6 +282,31 @@ class Preprocessor:
         from beam_tensorize.tf.serving import save_preprocessor
 
         return save_preprocessor(self, path)
+
+
+def _refuse_truncated_numbers(records: Sequence[Mapping], schema: pa.Schema) -> None:
+    """Arrow converts 1215.7 into an integer column as 1215 without a word; the batch job makes
+    such a value a dead letter, so serving refuses it (top-level values and lists of them)."""
+    integers = [
+        f.name
+        for f in schema
+        if pa.types.is_integer(f.type)
+        or (
+            (pa.types.is_list(f.type) or pa.types.is_large_list(f.type))
+            and pa.types.is_integer(f.type.value_type)
+        )
+    ]
+    for index, record in enumerate(records):
+        for name in integers:
+            value = record.get(name) if isinstance(record, Mapping) else None
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if isinstance(item, (float, np.floating)) and not float(item).is_integer():
+                    raise ServingError(
+                        f"error: record {index}: {name} = {item!r} is not an integer (column type "
+                        f"{schema.field(name).type}); the batch job writes such a record to its dead "
+                        "letters, so the model never saw one like it"
+                    )
 
 
 def _read_text(output_dir: str, relative: str, what: str) -> str:

@@ -610,3 +610,59 @@ def test_records_that_do_not_decode_are_dead_letters_counted_against_the_ratio(t
         metadata["data"]["trainingData"]["numRecords"],
         metadata["data"]["trainingData"]["badRecords"],
     ) == (15, 5)
+
+
+def test_a_folder_is_its_files_and_hadoops_hidden_files_are_skipped(tmp_path, capsys):
+    """`--input data/daily/2018/01/03` (no trailing '/') with `_SUCCESS` and `.crc` files inside,
+    as Spark and Hadoop leave them: the Avro files are read, the hidden ones skipped with a note."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "daily" / "2018" / "01" / "03"
+    (folder / "_temporary").mkdir(parents=True)
+    shutil.copy(SAMPLE_AVRO, folder / "part-00000.avro")
+    (folder / "_SUCCESS").write_bytes(b"")
+    (folder / ".part-00000.avro.crc").write_bytes(b"crc!")
+    (folder / "_temporary" / "part-00001.avro").write_bytes(b"half written")
+    out = tmp_path / "out"
+    code, err = _run(capsys, "--input", str(folder), "--config", SAMPLE_CONFIG, "--output", str(out),
+                     "--output_format", "parquet", "--quiet")  # fmt: skip
+    assert code == 0
+    assert err.count(f"{folder}/**: skipped 3 hidden file(s) (names starting with '_' or '.'") == 1
+    assert pq.read_table(out / "trainingData").num_rows == 300
+
+
+def test_a_fixed_size_list_column_has_its_statistics_in_the_report(tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "vectors.parquet"
+    vectors = pa.array([[1.0, 2.0, 3.0], [5.0, 6.0, 7.0]], pa.list_(pa.float32(), 3))
+    pq.write_table(pa.table({"vec": vectors}), data)
+    config = tmp_path / "config.json"
+    tensor = {
+        "inputFeatureInfo": {"columnExpr": "vec"},
+        "outputTensorInfo": {"name": "vec", "dtype": "float", "shape": [-1]},
+    }
+    config.write_text(json.dumps({"features": [tensor]}))
+    out = tmp_path / "out"
+    code, err = _run(
+        capsys,
+        "--input",
+        str(data),
+        "--config",
+        str(config),
+        "--output",
+        str(out),
+        "--report",
+        "json",
+        "--quiet",
+    )
+    assert (code, err) == (0, "")
+    report = json.loads((out / "report" / "trainingData.json").read_text())
+    (vec,) = report["tensors"]
+    assert vec["numeric"]["mean"] == pytest.approx(4.0)
+    assert vec["numeric"]["min"] == 1.0 and vec["numeric"]["max"] == 7.0

@@ -63,7 +63,9 @@ def _rows(out: str, fmt: str) -> collections.Counter:
         rows = collections.Counter()
         for name in data["files"]:
             table = pq.read_table(os.path.join(root, folder, name), columns=["userId", "movieId"])
-            rows.update((tuple(u), m) for u, m in zip(table["userId"].to_pylist(), table["movieId"].to_pylist()))
+            rows.update(
+                (tuple(u), m) for u, m in zip(table["userId"].to_pylist(), table["movieId"].to_pylist())
+            )
         return rows
     rows = collections.Counter()
     for batch in batches:

@@ -57,6 +57,8 @@ from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_exa
         ("spaces and ünïcode", "spaces and ünïcode"),
         (None, HIVE_DEFAULT_PARTITION),
         ("", HIVE_DEFAULT_PARTITION),
+        # the null's folder name as a real value reads back as itself, not as a null
+        (HIVE_DEFAULT_PARTITION, "%5F_HIVE_DEFAULT_PARTITION__"),
     ],
 )
 def test_partition_values_are_escaped_as_hive_does_and_come_back(value, folder):

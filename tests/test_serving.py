@@ -267,6 +267,27 @@ def test_a_record_the_job_would_reject_is_an_error_naming_it(sample_output):
         pre.transform([dict(good, movieId="not a number")])
 
 
+def test_a_fraction_for_an_integer_column_is_refused_not_truncated(sample_output):
+    """Arrow would store 1215.7 in the int64 column as 1215; the batch job dead-letters it."""
+    pre = Preprocessor.from_output(str(sample_output))
+    good = _avro_records(SAMPLE_AVRO)[0]
+    with pytest.raises(
+        ServingError, match=r"^error: record 1: movieId = 1215.7 is not an integer \(column type int32\)"
+    ):
+        pre.transform([good, {**good, "movieId": 1215.7}])
+    whole = pre.transform([{**good, "movieId": float(good["movieId"])}])[0]  # 1215.0 is the integer
+    assert whole["movieId"].tolist() == [good["movieId"]]
+
+
+def test_metadata_without_a_config_is_a_one_line_error(tmp_path):
+    (tmp_path / "metadata").mkdir()
+    (tmp_path / "metadata" / "tensor_metadata.json").write_text('{"features": []}')
+    with pytest.raises(
+        ServingError, match=r"^error: the metadata at .*tensor_metadata.json has no 'config' entry"
+    ):
+        Preprocessor.from_output(str(tmp_path))
+
+
 def test_an_output_without_metadata_is_a_one_line_error(tmp_path):
     with pytest.raises(ServingError, match=r"^error: cannot read the metadata at .*tensor_metadata.json"):
         Preprocessor.from_output(str(tmp_path))

@@ -95,7 +95,7 @@ class ReadTable(beam.PTransform):
         self._dead_letters = dead_letters
         if validate:
             for pattern in patterns:
-                match_files(pattern, self._kind())
+                match_files(pattern, self._kind(), note=False)  # the read notes what it skips
 
     def _kind(self) -> str:
         return self._format.kind if self._format is not None else "input"
@@ -116,7 +116,7 @@ class ReadTable(beam.PTransform):
         files = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
-            | "MatchFiles" >> beam.FlatMap(match_files, self._kind())
+            | "MatchFiles" >> beam.FlatMap(match_files, self._kind(), note=self._rows_metric == metrics.ROWS_READ)
         )
         read = read_splits(
             files,

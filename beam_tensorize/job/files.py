@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import posixpath
 import re
@@ -34,6 +35,9 @@ __all__ = [
     "read_text",
     "write_text_atomically",
 ]
+
+
+_LOGGER = logging.getLogger(__name__)
 
 
 class FileMetadata(NamedTuple):
@@ -322,12 +326,16 @@ def list_files(pattern: str) -> list[str]:
         return []
 
 
-def match_files(pattern: str, kind: str = "input") -> list[tuple[str, int]]:
-    """(path, size) of every file matching a glob, sorted by path.
+def match_files(pattern: str, kind: str = "input", note: bool = True) -> list[tuple[str, int]]:
+    """(path, size) of every file matching a path, folder (its files, recursively) or glob,
+    sorted by path. In folders and globs, Hadoop's hidden files (a name, or a folder below the
+    pattern's fixed part, starting with `_` or `.`: `_SUCCESS`, `.crc`, `_temporary/`) are
+    left out, as Spark and Hadoop do.
 
     Args:
-        pattern: a path or glob (local, gs://, s3://, ...).
+        pattern: a path, folder or glob (local, gs://, s3://, ...).
         kind: what the files are, for the error message ("Avro", "TFRecord", ...).
+        note: log a warning saying how many hidden files were left out.
 
     Raises:
         FileNotFoundError: nothing matches (the message names the pattern).
@@ -337,7 +345,36 @@ def match_files(pattern: str, kind: str = "input") -> list[tuple[str, int]]:
         >>> [size for _, size in match_files(SAMPLE_AVRO, "Avro")]
         [128344]
     """
+    listing = _is_folder(pattern) or any(c in pattern for c in "*?[")
+    if _is_folder(pattern):  # a folder is its files, as in Spark and Hadoop (recursively)
+        pattern = pattern.rstrip("/") + "/**"
     matched = FileSystems.match([pattern])[0].metadata_list
-    if not matched:
+    found = sorted((m.path, m.size_in_bytes) for m in matched)
+    if listing:  # Hadoop's hidden files (_SUCCESS, .crc, _temporary/...) are no input
+        prefix = pattern.split("*")[0].split("?")[0].split("[")[0]
+        base = prefix if prefix.endswith("/") else posixpath.dirname(prefix) + "/"
+        kept = [
+            (p, n)
+            for p, n in found
+            if not _hidden(p[len(base) :] if p.startswith(base) else posixpath.basename(p))
+        ]
+        if len(kept) < len(found) and note:
+            _LOGGER.warning(
+                "%s: skipped %d hidden file(s) (names starting with '_' or '.', e.g. _SUCCESS, .crc)",
+                pattern, len(found) - len(kept),
+            )  # fmt: skip
+        found = kept
+    if not found:
         raise FileNotFoundError(f"no {kind} file matches the input pattern {pattern!r}")
-    return sorted((m.path, m.size_in_bytes) for m in matched)
+    return found
+
+
+def _is_folder(path: str) -> bool:
+    if _is_local(path):
+        return os.path.isdir(path)
+    return path.endswith("/") or (not any(c in path for c in "*?[") and not FileSystems.exists(path)
+                                  and bool(list_files(path.rstrip("/") + "/**")))  # fmt: skip
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)

@@ -52,7 +52,18 @@ def leaf_type(t: pa.DataType) -> pa.DataType:
 
 
 def list_offsets(arr: pa.Array) -> np.ndarray:
-    """Offsets of a (large) list array rebased to start at 0, as int64 numpy."""
+    """Offsets of a (large, or fixed-size) list array into what its `flatten()` gives, from 0,
+    as int64 numpy (a fixed-size list's null rows have no values there).
+
+    Example:
+        >>> list_offsets(pa.array([[1, 2], None, [3, 4]], pa.list_(pa.int64(), 2))).tolist()
+        [0, 2, 2, 4]
+    """
+    if pa.types.is_fixed_size_list(arr.type):
+        sizes = np.full(len(arr), arr.type.list_size, dtype=np.int64)
+        if arr.null_count:
+            sizes[~np.asarray(arr.is_valid(), dtype=bool)] = 0
+        return np.concatenate([[0], np.cumsum(sizes)])
     offsets = np.asarray(arr.offsets, dtype=np.int64)
     return offsets - offsets[0] if len(offsets) else offsets
 

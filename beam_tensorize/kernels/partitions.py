@@ -52,9 +52,13 @@ def escape_partition_value(value: str | None) -> str:
         'a%2Fb%3Dc%25'
         >>> escape_partition_value(None)
         '__HIVE_DEFAULT_PARTITION__'
+        >>> escape_partition_value("__HIVE_DEFAULT_PARTITION__")  # the text itself, not a null
+        '%5F_HIVE_DEFAULT_PARTITION__'
     """
     if value is None or value == "":
         return HIVE_DEFAULT_PARTITION
+    if value == HIVE_DEFAULT_PARTITION:  # the null's folder name as a real value: escaped, so
+        return "%5F" + value[1:]  # it reads back as itself (Spark and Hive unescape %5F too)
     if not any(c in _ESCAPED for c in value):
         return value
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)

@@ -276,6 +276,8 @@ class ParquetDataset:
         return self._finish(dataset.map(permute))
 
     def _read(self, batch_size: int) -> tf.data.Dataset:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive number of rows, got {batch_size!r}")
         layout = Layout(self.fields, batch_size)
         read = functools.partial(
             _chunks,
