@@ -127,7 +127,12 @@ class Preprocessor:
             listed = entry.get("featureList")
             if listed:
                 text = _read_text(output_dir, listed["path"], f"feature list of {entry['name']!r}")
-                lists[entry["name"]] = FeatureList.from_text(text, ntv=listed.get("entries") == "name,term")
+                feature_list = FeatureList.from_text(text, ntv=listed.get("entries") == "name,term")
+                try:
+                    feature_list.check_recorded(listed, posixpath.join(output_dir, listed["path"]))
+                except ValueError as err:
+                    raise ServingError(f"error: {err}") from None
+                lists[entry["name"]] = feature_list
         return cls(config, lists, TransformSettings.from_json(metadata.get("transform")), labels)
 
     @classmethod

@@ -36,6 +36,7 @@ from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.preflight import (
     RunLock,
+    check_feature_lists,
     check_output_place,
     check_output_writable,
     check_same_config,
@@ -578,6 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_output_writable(spec.output)
             check_output_place(spec)
             check_same_config(spec)
+            check_feature_lists(spec)
             removed, size = remove_stale_temporaries(spec.output)
             if removed and not options.quiet:
                 print(

@@ -666,3 +666,85 @@ def test_a_fixed_size_list_column_has_its_statistics_in_the_report(tmp_path, cap
     (vec,) = report["tensors"]
     assert vec["numeric"]["mean"] == pytest.approx(4.0)
     assert vec["numeric"]["min"] == 1.0 and vec["numeric"]["max"] == 7.0
+
+
+def _flip_a_bit_in_a_data_page(path) -> None:
+    """One flipped bit inside the first column chunk's pages (its header and values)."""
+    import pyarrow.parquet as pq
+
+    chunk = pq.ParquetFile(str(path)).metadata.row_group(0).column(0)
+    data = bytearray(open(path, "rb").read())
+    start = min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o is not None)
+    data[start + chunk.total_compressed_size - 8] ^= 0x04
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+
+
+def test_a_parquet_page_whose_checksum_fails_is_an_error_naming_the_file(tmp_path, capsys):
+    """Parquet pages carry CRCs: the job writes them and checks them on read (input and
+    `Dataset.from_parquet`), so a flipped bit is an error, not a wrong value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import tensorflow as tf
+
+    from beam_tensorize.tf import Dataset
+
+    out = tmp_path / "out"
+    code, _ = _run(capsys, *_on_sample(out, "--output_format", "parquet", "--quiet"))
+    assert code == 0
+    written = out / "trainingData" / "part-00000-of-00001.parquet"
+    _flip_a_bit_in_a_data_page(written)
+    first = pq.ParquetFile(str(written)).schema_arrow.names[0]  # the column the bit is in
+    with pytest.raises((OSError, tf.errors.OpError), match="CRC checksum verification failed"):
+        next(iter(Dataset.from_parquet(str(written), fields=[first], batch_size=1000)))
+    data = tmp_path / "ids.parquet"
+    pq.write_table(
+        pa.table({"movieId": list(range(300))}), data, write_page_checksum=True, compression="none"
+    )
+    _flip_a_bit_in_a_data_page(data)
+    config = tmp_path / "config.json"
+    config.write_text('{"features": [{"inputFeatureInfo": {"columnExpr": "movieId"}, '
+                      '"outputTensorInfo": {"name": "movieId", "dtype": "long", "shape": []}}]}')  # fmt: skip
+    code, err = _run(capsys, "--input", str(data), "--config", str(config), "--output", str(tmp_path / "o2"))
+    assert code == 1
+    assert err.startswith(
+        f"error: the job failed; {tmp_path / 'o2'} holds no new complete output: {data}: the Parquet data "
+        "after row 0 cannot be read (could not verify page integrity, CRC checksum verification failed"
+    )
+    assert not (tmp_path / "o2" / "trainingData").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "rotated"])
+def test_a_damaged_feature_list_is_refused_by_validation_runs_and_serving(tmp_path, capsys, damage):
+    """The metadata records each list's size and SHA-256: a list cut short or with its lines
+    rotated would index records with other ids than the train run's."""
+    from beam_tensorize.serving import Preprocessor, ServingError
+
+    out = tmp_path / "out"
+    assert _run(capsys, *_on_sample(out, "--quiet"))[0] == 0
+    listed = out / "featureList" / "genreIds"
+    lines = listed.read_text().splitlines(keepends=True)
+    listed.write_text("".join(lines[:5] if damage == "truncated" else lines[1:] + lines[:1]))
+    before = sorted(p.name for p in out.iterdir())
+    code, err = _run(capsys, *_on_sample(out, "--execution_mode", "validation"))
+    reason = (
+        f"{listed} holds 5 entries, but the metadata records 19 (the list the records were indexed with): "
+        "it was cut or changed after the train run; restore it, or run train mode again"
+        if damage == "truncated"
+        else f"{listed} is not the list the records were indexed with (its SHA-256 differs from the "
+        "metadata's): it was edited or reordered after the train run; restore it, or run train mode again"
+    )
+    assert (code, err) == (2, f"error: {reason}\n")
+    assert sorted(p.name for p in out.iterdir()) == before and not (out / "validationData").exists()
+    with pytest.raises(ServingError, match=re.escape(f"error: {reason}")):
+        Preprocessor.from_output(str(out))
+
+
+def test_validation_without_a_train_run_is_refused_before_reading(tmp_path, capsys):
+    out = tmp_path / "out"
+    code, err = _run(capsys, *_on_sample(out, "--execution_mode", "test"))
+    assert (code, err) == (
+        2,
+        f"error: no feature lists in {out}/featureList: run train mode into this output folder first\n",
+    )
+    assert not (out / "testData").exists()

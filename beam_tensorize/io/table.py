@@ -116,7 +116,8 @@ class ReadTable(beam.PTransform):
         files = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
-            | "MatchFiles" >> beam.FlatMap(match_files, self._kind(), note=self._rows_metric == metrics.ROWS_READ)
+            | "MatchFiles"
+            >> beam.FlatMap(match_files, self._kind(), note=self._rows_metric == metrics.ROWS_READ)
         )
         read = read_splits(
             files,

@@ -81,15 +81,16 @@ def feature_list_groups(
     return keys
 
 
-def _ntv_lists(metadata_dir: str | None) -> set[str]:
+def _recorded_lists(metadata_dir: str | None) -> dict[str, dict]:
+    """The metadata's `featureList` entries by list path (`featureList/<tensor>`)."""
     text = None if metadata_dir is None else read_text(posixpath.join(metadata_dir, METADATA_FILE))
     if text is None:
-        return set()
+        return {}
     document = json.loads(text)
     return {
-        t["name"]
+        t["featureList"]["path"]: t["featureList"]
         for t in document.get("features", []) + document.get("labels", [])
-        if t.get("featureList", {}).get("entries") == "name,term"
+        if t.get("featureList", {}).get("path")
     }
 
 
@@ -107,18 +108,20 @@ def read_feature_lists(
         names: the tensors of the config.
         strict: a file named after no tensor is an error (else it is ignored).
         required: fail if a folder holds no list.
-        metadata_dir: output folder whose metadata tells which lists index NTV records.
+        metadata_dir: output folder whose metadata tells which lists index NTV records (and,
+            for its own `featureList/`, each list's size and digest, which are checked).
 
     Raises:
         FileNotFoundError: a required folder holds no list.
-        ValueError: `strict` and a file is named after no tensor.
+        ValueError: `strict` and a file is named after no tensor; or an output's list is not
+            the one its metadata records (cut, edited).
 
     Example:
         >>> import tempfile
         >>> read_feature_lists([tempfile.mkdtemp()], ["g"], required=False)
         {}
     """
-    ntv = _ntv_lists(metadata_dir)
+    recorded = _recorded_lists(metadata_dir)
     lists: dict[str, FeatureList] = {}
     for directory in directories:
         matches = FileSystems.match([posixpath.join(directory.rstrip("/"), "*")])[0].metadata_list
@@ -147,7 +150,13 @@ def read_feature_lists(
                 raise ValueError(
                     f"external feature list {match.path} is empty; give one entry per line (or remove it)"
                 )
-            lists[name] = FeatureList.from_text(text, ntv=name in ntv)
+            listed = recorded.get(posixpath.join(FEATURE_LIST_FOLDER, name))
+            if metadata_dir is None or directory.rstrip("/") != posixpath.join(
+                metadata_dir.rstrip("/"), FEATURE_LIST_FOLDER
+            ):
+                listed = None  # not the output's own lists
+            lists[name] = FeatureList.from_text(text, ntv=(listed or {}).get("entries") == "name,term")
+            lists[name].check_recorded(listed, match.path)
     return lists
 
 

@@ -20,6 +20,7 @@ import time
 import uuid
 
 from beam_tensorize.job.commit import TEMP_FOLDER, check_target, remove_empty_temporary
+from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, read_feature_lists
 from beam_tensorize.job.files import FileSystems, create_file, list_files, open_file
 from beam_tensorize.job.finish import DEAD_LETTER_FOLDER, SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
@@ -126,6 +127,21 @@ def check_output_place(spec: TensorizeSpec) -> None:
                     f"{path} is a symbolic link (to {os.readlink(path)}): a commit replaces files only "
                     "inside the output folder; replace the link with a folder, or choose another output"
                 )
+
+
+def check_feature_lists(spec: TensorizeSpec) -> None:
+    """Before any data is read, in validation / test mode: the output holds the feature lists
+    of its train run (unless external lists are given), each the one its metadata records.
+
+    Raises:
+        FileNotFoundError: no lists (no train run into this output).
+        ValueError: a list was cut or edited after the train run.
+    """
+    if spec.execution_mode == "train" or not spec.feature_list_keys:
+        return
+    folder = posixpath.join(spec.output.rstrip("/"), FEATURE_LIST_FOLDER)
+    required = spec.external_feature_lists is None
+    read_feature_lists([folder], spec.config.tensor_names, required=required, metadata_dir=spec.output)
 
 
 #: A running job's lock file, in `<output>/_temporary/`: `.run-<id>.lock`.

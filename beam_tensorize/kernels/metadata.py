@@ -178,6 +178,7 @@ def _tensor_entry(
             "size": len(feature_list),
             "unknownId": len(feature_list) if unknown_id else None,
             "entries": "name,term" if feature_list.ntv else "string",
+            "sha256": feature_list.digest(),
         }
     return entry
 

@@ -179,7 +179,10 @@ class ParquetFileWriter:
         batch = batch.replace_schema_metadata(None)
         if self._writer is None:
             self._writer = pq.ParquetWriter(
-                pa.PythonFile(WriteSink(self._raw), mode="w"), batch.schema, compression=self._compression
+                pa.PythonFile(WriteSink(self._raw), mode="w"),
+                batch.schema,
+                compression=self._compression,
+                write_page_checksum=True,  # CRCs of the data pages, verified when read back
             )
         self._pending.append(batch)
         self._pending_rows += batch.num_rows

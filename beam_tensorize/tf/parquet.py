@@ -61,7 +61,7 @@ class _TableFile:
             self._orc = paorc.ORCFile(handle)
             self.schema_arrow = self._orc.schema
         else:
-            self._parquet = pq.ParquetFile(handle)
+            self._parquet = pq.ParquetFile(handle, page_checksum_verification=True)
             self.schema_arrow = self._parquet.schema_arrow
         self._format = file_format
 
@@ -101,7 +101,10 @@ class _TableFile:
             reader = self._parquet
             if dictionaries:
                 reader = pq.ParquetFile(
-                    self._handle, metadata=reader.metadata, read_dictionary=list(dictionaries)
+                    self._handle,
+                    metadata=reader.metadata,
+                    read_dictionary=list(dictionaries),
+                    page_checksum_verification=True,
                 )
             yield from reader.iter_batches(batch_size=batch_size, columns=columns, use_threads=threads)
             return

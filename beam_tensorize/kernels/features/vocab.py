@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -165,10 +166,41 @@ class FeatureList:
         counts = self.counts or (0,) * len(self.entries)
         return "".join(f"{count}\t{entry}\n" for count, entry in zip(counts, self.entries))
 
+    def digest(self) -> str:
+        """SHA-256 of `to_text()` (recorded in the metadata, checked when the list is loaded)."""
+        return hashlib.sha256(self.to_text().encode("utf-8")).hexdigest()
+
     @classmethod
     def from_text(cls, text: str, ntv: bool = False) -> FeatureList:
         """Read a `featureList/<tensor>` file's text."""
         return cls(tuple(text.splitlines()), None, ntv)
+
+    def check_recorded(self, recorded: Mapping | None, where: str) -> None:
+        """Raise ValueError if this list (read from `where`) is not the one the metadata's
+        `featureList` entry `recorded` describes (its `size` and `sha256`): a truncated or
+        edited list would give other ids than the written records hold.
+
+        Example:
+            >>> FeatureList(("a", "b")).check_recorded({"size": 3}, "featureList/g")
+            Traceback (most recent call last):
+            ...
+            ValueError: featureList/g holds 2 entries, but the metadata records 3 ...
+        """
+        if not recorded:
+            return
+        size, digest = recorded.get("size"), recorded.get("sha256")
+        if size is not None and size != len(self):
+            raise ValueError(
+                f"{where} holds {len(self)} entries, but the metadata records {size} (the list the "
+                "records were indexed with): it was cut or changed after the train run; restore it, or "
+                "run train mode again"
+            )
+        if digest is not None and digest != self.digest():
+            raise ValueError(
+                f"{where} is not the list the records were indexed with (its SHA-256 differs from the "
+                "metadata's): it was edited or reordered after the train run; restore it, or run train "
+                "mode again"
+            )
 
 
 def may_use_feature_list(tensor: TensorConfig) -> bool:

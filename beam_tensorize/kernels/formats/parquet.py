@@ -103,14 +103,23 @@ class ParquetFormat(InputFormat):
             use_threads=False,
         )
         row = split.first_row
-        for batch in batches:
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except OSError as err:  # a page whose checksum fails, a truncated chunk, ...
+                raise ValueError(
+                    f"{split.path}: the Parquet data after row {row} cannot be read ({err}); the file is "
+                    "damaged: write it again, or leave it out of --input"
+                ) from None
             yield with_source(conform_batch(batch, schema, split.path), split.path, row, "row")
             row += batch.num_rows
 
 
 def _open(f: BinaryIO, path: str) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(f)
+        return pq.ParquetFile(f, page_checksum_verification=True)  # a flipped bit is an error
     except (pa.ArrowInvalid, OSError) as err:
         raise ValueError(f"{path}: not a readable Parquet file: {err}") from None
 
