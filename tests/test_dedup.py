@@ -98,3 +98,40 @@ def test_the_cli_writes_deduplicated_parquet_that_from_output_restores(tmp_path,
     assert rows("dedup") == rows("plain") and len(rows("plain")) == 300
     assert main([*args, "--output", str(tmp_path / "x"), *flags, "--output_format", "tfrecord"]) == 2
     assert "deduplication writes Parquet blocks: use output_format parquet" in capsys.readouterr().err
+
+
+def test_a_column_the_key_does_not_determine_is_refused_naming_a_key_with_two_values(tmp_path, capsys):
+    """`--dedup_user_cols movieId,response`: a movie's rows hold several ratings, so storing one
+    per movie would give rows another row's rating (5 of 300 rows used to differ silently)."""
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+    from pipelines.tensorize import main
+
+    rows = pa.RecordBatch.from_pydict(
+        {"user": [7, 8, 7, 9], "age": [[30], [40], [31], []], "item": [1, 2, 3, 4]}
+    )
+    with pytest.raises(ValueError) as raised:
+        deduplicate_block(rows, [["user", "age"]], ["item"])
+    assert str(raised.value) == (
+        "deduplication: column 'age' is not a function of the key 'user': the rows of key 7 hold [30] "
+        "and [31]; only columns whose value each key determines (user features) can be stored once per "
+        "key: leave it out of the group"
+    )
+    out = tmp_path / "out"
+    args = [
+        "--input",
+        SAMPLE_AVRO,
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        str(out),
+        "--output_format",
+        "parquet",
+    ]
+    code = main([*args, "--dedup_block_size", "64", "--dedup_user_cols", "movieId,response", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert (
+        "deduplication: column 'response' is not a function of the key 'movieId': the rows of key 440 hold 4.0 and 3.0"
+        in err
+    )
+    assert not (out / "trainingData").exists() and not (out / "_SUCCESS").exists()

@@ -60,11 +60,29 @@ def deduplicate_block(
         first = pc.index_in(distinct, keys)  # the first row of each distinct key
         index = pc.index_in(keys, distinct).cast(pa.int32())
         for name in (key, *values):
+            kept = block.column(name).take(first)
+            if name != key:
+                _check_determined(block, key, name, kept.take(index))
             names.append(name)
-            columns.append(_one_list(block.column(name).take(first)))
+            columns.append(_one_list(kept))
         names.append(index_column(key))
         columns.append(_one_list(index))
     return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _check_determined(block: pa.RecordBatch, key: str, name: str, restored: pa.Array) -> None:
+    """Each key's rows must agree on `name` (stored once per key): else restoring would give
+    some rows another row's value."""
+    original = block.column(name)
+    if restored.equals(original):
+        return
+    keys, wanted, got = block.column(key).to_pylist(), original.to_pylist(), restored.to_pylist()
+    row = next(i for i in range(len(wanted)) if wanted[i] != got[i])
+    raise ValueError(
+        f"deduplication: column {name!r} is not a function of the key {key!r}: the rows of key "
+        f"{keys[row]!r} hold {got[row]!r} and {wanted[row]!r}; only columns whose value each key "
+        "determines (user features) can be stored once per key: leave it out of the group"
+    )
 
 
 def _one_list(column: pa.Array) -> pa.Array:

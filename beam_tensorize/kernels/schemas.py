@@ -5,8 +5,9 @@ Rules (applied to top-level columns and, recursively, to list items and struct f
 
 * the same type: kept; a null-typed column takes the other's type; nullability is unioned;
 * integers widen: int8 -> int16 -> int32 -> int64 (an unsigned type fits a wider signed one);
-* integers and floats meet as float64, float32 and float64 as float64 (Avro's int -> long ->
-  float -> double);
+* float32 and float64 meet as float64 (Avro's float -> double); integers and floats do not
+  meet: read as floats, the integers' text would change (5 -> "5.0"), and with it their hashes
+  and feature-list entries, so such files are refused with a message naming both;
 * string and large_string, binary and large_binary, list and large_list meet as the large one;
 * structs keep the fields of both (a field one file lacks is null there), each unified;
 * anything else (a number and a string, a date and a timestamp, two decimals) is a clash: the
@@ -58,8 +59,7 @@ def unify_types(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         if ra is None or rb is None:
             return None
         return max(ra, rb, key=lambda t: t.bit_width)
-    numeric = (pa.types.is_integer, pa.types.is_floating)
-    if any(f(a) for f in numeric) and any(f(b) for f in numeric):
+    if pa.types.is_floating(a) and pa.types.is_floating(b):
         return pa.float64()
     for small, large in ((pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())):
         if {str(a), str(b)} == {str(small), str(large)}:
@@ -88,6 +88,17 @@ def unify_types(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     return None
 
 
+def _integer_and_float(a: pa.DataType, b: pa.DataType) -> bool:
+    """One is an integer type and the other a float type (or lists of them)."""
+    while (pa.types.is_list(a) or pa.types.is_large_list(a)) and (
+        pa.types.is_list(b) or pa.types.is_large_list(b)
+    ):
+        a, b = a.value_type, b.value_type
+    return {pa.types.is_integer(a), pa.types.is_integer(b)} == {True, False} and (
+        pa.types.is_floating(a) or pa.types.is_floating(b)
+    )
+
+
 def unify_schemas(schemas: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
     """One schema for files with these schemas (`(path, schema)`, in file order): the first
     file's column order, each column's types unified (`unify_types`), nullable where any file's
@@ -108,6 +119,13 @@ def unify_schemas(schemas: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
                 continue
             mine, where = fields[field.name]
             t = unify_types(mine.type, field.type)
+            if t is None and _integer_and_float(mine.type, field.type):
+                raise ValueError(
+                    f"column {field.name!r} is {mine.type} in {where} but {field.type} in {path}: read as "
+                    "one table its integers would become floats (5 -> 5.0), which changes their text and "
+                    "so their hashes and feature-list entries; write the column with one type in every "
+                    "file, or read the files in separate jobs"
+                )
             if t is None:
                 raise ValueError(
                     f"column {field.name!r} is {mine.type} in {where} but {field.type} in {path}: the "
