@@ -305,3 +305,26 @@ def test_string_columns_stored_with_a_dictionary_are_read_through_it(tmp_path, m
             for v in table.column(name).to_pylist()
         ]
         assert [row[name] for row in rows] == want, name
+
+
+def test_a_dtype_that_would_change_values_is_refused_naming_file_and_column(tmp_path):
+    """As HybridBackend: no silent cast. int64 2**40 + 5 read as int32 used to come back as 5,
+    -2.75 read as int64 as -2; a widening dtype reads every value exactly."""
+    path = str(tmp_path / "numbers.parquet")
+    pq.write_table(
+        pa.table({"big": [2**40 + 5, 7], "x": [-2.75, 1.5], "small": pa.array([3, 4], pa.int32())}), path
+    )
+    with pytest.raises(TypeError) as raised:
+        Dataset.from_parquet(path, fields=[DataFrame.Field("big", dtype=tf.int32)], batch_size=2)
+    assert str(raised.value) == (
+        f"{path}: column 'big' holds int64 values, which dtype int32 cannot hold exactly (a int64 would "
+        "be cut or rounded); give dtype int64, or a wider one, and cast in TensorFlow if you mean to"
+    )
+    with pytest.raises(TypeError, match=f"{path}: column 'x' holds float64 values, which dtype int64 cannot"):
+        Dataset.from_parquet(path, fields=[DataFrame.Field("x", dtype=tf.int64)], batch_size=2)
+    fields = [DataFrame.Field("small", dtype=tf.int64), DataFrame.Field("x", dtype=tf.float64)]
+    batch = next(iter(Dataset.from_parquet(path, fields=fields, batch_size=2)))
+    assert batch["small"].dtype == tf.int64 and batch["small"].numpy().tolist() == [3, 4]
+    assert batch["x"].numpy().tolist() == [-2.75, 1.5]
+    with pytest.raises(ValueError, match="batch_size must be a positive number of rows, got 0"):
+        Dataset.from_parquet(path, batch_size=0)

@@ -141,6 +141,24 @@ def _tf_dtype(typ: pa.DataType, name: str) -> tf.DType:
     return dtype
 
 
+def _keeps_every_value(stored: tf.DType, wanted: tf.DType) -> bool:
+    """Whether every value of `stored` reads as `wanted` unchanged (HybridBackend refuses other
+    dtypes; numpy's cast would turn 2**40 + 5 into 5 as int32, and 1.5 into 1 as int64)."""
+    if stored == wanted:
+        return True
+    if stored == tf.string or wanted == tf.string:
+        return False
+    if wanted.is_floating:
+        if stored.is_floating:
+            return stored.size <= wanted.size
+        return stored.is_integer and stored.size * 8 <= {2: 11, 4: 24, 8: 53}[wanted.size]
+    if stored.is_floating or not wanted.is_integer:
+        return False
+    if stored.is_unsigned:
+        return wanted.size > stored.size or (wanted.is_unsigned and wanted.size >= stored.size)
+    return not wanted.is_unsigned and wanted.size >= stored.size
+
+
 def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
     """The fields to read: given ones (names or `Field`s) completed from the file's schema."""
     if fields is None:
@@ -151,7 +169,14 @@ def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
         if field.name not in schema.names:
             raise ValueError(f"{path}: no column {field.name!r}; the file has {schema.names}")
         leaf, depth = _leaf(schema.field(field.name).type)
-        dtype = field.dtype or _tf_dtype(leaf, field.name)
+        stored = _tf_dtype(leaf, field.name)
+        dtype = field.dtype or stored
+        if not _keeps_every_value(stored, dtype):
+            raise TypeError(
+                f"{path}: column {field.name!r} holds {stored.name} values, which dtype {dtype.name} "
+                f"cannot hold exactly (a {stored.name} would be cut or rounded); give dtype "
+                f"{stored.name}, or a wider one, and cast in TensorFlow if you mean to"
+            )
         rank = depth if field.ragged_rank is None else field.ragged_rank
         if rank != depth:
             raise ValueError(
