@@ -37,6 +37,7 @@ from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.preflight import (
     RunLock,
     check_feature_lists,
+    check_inputs_found,
     check_output_place,
     check_output_writable,
     check_same_config,
@@ -576,6 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_pipeline(pipeline, spec)
         dry_run = pipeline_options.view_as(TestOptions).dry_run
         if not dry_run:
+            check_inputs_found(spec.inputs)
             check_output_writable(spec.output)
             check_output_place(spec)
             check_same_config(spec)

@@ -748,3 +748,27 @@ def test_validation_without_a_train_run_is_refused_before_reading(tmp_path, caps
         f"error: no feature lists in {out}/featureList: run train mode into this output folder first\n",
     )
     assert not (out / "testData").exists()
+
+
+def test_an_input_store_that_does_not_answer_is_one_line_within_the_probe_time(tmp_path, capsys, monkeypatch):
+    """An object store behind a dead network retries for minutes: the inputs are listed in a
+    probe that gives up after PROBE_TIMEOUT (60 s; here shortened), before any data is read."""
+    import time
+
+    from beam_tensorize.job import preflight
+
+    def no_answer(pattern, *args, **kwargs):
+        time.sleep(30)
+
+    monkeypatch.setattr(preflight, "PROBE_TIMEOUT", 0.5)
+    monkeypatch.setattr(preflight, "match_files", no_answer)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    code, err = _run(capsys, "--input", "s3://bucket/x.avro", "--config", SAMPLE_CONFIG, "--output", str(out))
+    assert time.monotonic() - started < 10
+    assert (code, err) == (
+        2,
+        "error: cannot list the input s3://bucket/x.avro: no answer within 0.5 s; check the network and the "
+        "credentials of its file system\n",
+    )
+    assert not out.exists()

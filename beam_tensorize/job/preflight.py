@@ -21,7 +21,7 @@ import uuid
 
 from beam_tensorize.job.commit import TEMP_FOLDER, check_target, remove_empty_temporary
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, read_feature_lists
-from beam_tensorize.job.files import FileSystems, create_file, list_files, open_file
+from beam_tensorize.job.files import FileSystems, create_file, list_files, match_files, open_file
 from beam_tensorize.job.finish import DEAD_LETTER_FOLDER, SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec
@@ -52,31 +52,69 @@ def check_output_writable(output: str, timeout: float = PROBE_TIMEOUT) -> None:
     if "://" not in output and os.path.isfile(output):
         raise ValueError(f"the output {output} is a file, not a folder: choose a folder for --output")
     probe = posixpath.join(output.rstrip("/"), TEMP_FOLDER, f".probe-{uuid.uuid4().hex}")
-    failure: list[BaseException] = []
 
     def write_and_delete() -> None:
-        try:
-            with create_file(probe) as f:
-                f.write(b"probe")
-            FileSystems.delete([probe])
-            remove_empty_temporary(output)
-        except BaseException as err:  # noqa: BLE001 - reported below, whatever it is
-            failure.append(err)
+        with create_file(probe) as f:
+            f.write(b"probe")
+        FileSystems.delete([probe])
+        remove_empty_temporary(output)
 
-    worker = threading.Thread(target=write_and_delete, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
+    finished, _, err = _within(timeout, write_and_delete)
+    if not finished:
         raise OSError(
             f"cannot write to the output {output}: no answer within {timeout:g} s; check the "
             "network and the credentials of its file system"
         )
-    if failure:
-        err = failure[0]
+    if err is not None:
         raise OSError(
             f"cannot write to the output {output}: {type(err).__name__}: {err}; check that it is a "
             "folder you may write to (and the credentials of its file system)"
         ) from None
+
+
+def check_inputs_found(patterns, timeout: float | None = None) -> None:
+    """Every input pattern matches a file, found out in at most `timeout` seconds each (an
+    object store that does not answer retries for minutes).
+
+    Raises:
+        FileNotFoundError: a pattern matches nothing (object stores: or could not be listed).
+        OSError: no answer within `timeout` seconds; the message names the pattern.
+    """
+    timeout = PROBE_TIMEOUT if timeout is None else timeout
+    for pattern in patterns:
+        finished, _, err = _within(timeout, match_files, pattern, note=False)
+        remote = "://" in pattern and not pattern.startswith("file://")
+        if not finished:
+            raise OSError(
+                f"cannot list the input {pattern}: no answer within {timeout:g} s; check the network "
+                "and the credentials of its file system"
+            )
+        if isinstance(err, FileNotFoundError) and remote:
+            raise FileNotFoundError(
+                f"{err}; (an object store that cannot be reached also lists nothing: check its address, "
+                "e.g. --s3_endpoint_url, the network and the credentials)"
+            ) from None
+        if err is not None:
+            raise err
+
+
+def _within(timeout: float, function, *args, **kwargs) -> tuple[bool, object, BaseException | None]:
+    """(finished in time, result, error) of `function(*args, **kwargs)` run in a daemon thread
+    (left behind when it does not finish)."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((function(*args, **kwargs), None))
+        except BaseException as err:  # noqa: BLE001 - handed to the caller, whatever it is
+            outcome.append((None, err))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not outcome:
+        return False, None, None
+    return True, *outcome[0]
 
 
 def check_same_config(spec: TensorizeSpec) -> None:
