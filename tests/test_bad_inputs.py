@@ -772,3 +772,38 @@ def test_an_input_store_that_does_not_answer_is_one_line_within_the_probe_time(t
         "credentials of its file system\n",
     )
     assert not out.exists()
+
+
+def test_a_huge_string_value_does_not_travel_whole_in_the_report(tmp_path, capsys):
+    """One 24 MiB string (the issue's case was 1 GB, which failed after minutes with Beam's
+    gRPC-size advice): the report's statistics hold its start, length and digest only."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    titles = [f"t{i % 7}" for i in range(300)]
+    titles[5] = "y" * (24 * 2**20)
+    data = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"title": titles}), data)
+    config = tmp_path / "config.json"
+    config.write_text('{"features": [{"inputFeatureInfo": {"columnExpr": "title"}, '
+                      '"outputTensorInfo": {"name": "title", "dtype": "string", "shape": []}}]}')  # fmt: skip
+    out = tmp_path / "out"
+    code, err = _run(
+        capsys,
+        "--input",
+        str(data),
+        "--config",
+        str(config),
+        "--output",
+        str(out),
+        "--report",
+        "html",
+        "--quiet",
+    )
+    assert (code, err) == (0, "")
+    text = (out / "report" / "trainingData.json").read_text()
+    assert len(text) < 100_000 and (out / "report" / "trainingData.html").stat().st_size < 200_000
+    assert "y" * 64 + "\\u2026 (25165824 characters, sha256 " in text
+    assert json.loads(text)["rowsWritten"] == 300

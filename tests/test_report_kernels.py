@@ -563,3 +563,20 @@ def test_a_column_the_report_cannot_summarise_counts_rows_only_and_does_not_fail
     assert "numeric" not in entry and "categorical" not in entry
     page = render_html(stats.describe())
     assert "values of type struct&lt;member0: string, member1: int64&gt; have no statistics" in page
+
+
+def test_long_values_are_kept_by_their_start_length_and_digest():
+    """A 1 GB string used to travel whole between the job's steps (and fail there); the top
+    values hold a short stand-in, and two long values stay apart."""
+    from beam_tensorize.kernels.report.sketches import MAX_VALUE_CHARS, TopK
+
+    a, b = "a" * 5_000_000, "a" * 4_999_999 + "b"
+    top = TopK(10)
+    top.add(pa.array([a, b, "short"]), [3, 1, 2])
+    top.add([a], [1])
+    items = top.items()
+    assert [count for _, count in items] == [4, 2, 1]
+    assert items[1][0] == "short"
+    long_a, long_b = items[0][0], items[2][0]
+    assert long_a.startswith("a" * 64 + "… (5000000 characters, sha256 ") and long_a != long_b
+    assert all(len(value) <= MAX_VALUE_CHARS for value, _ in items)

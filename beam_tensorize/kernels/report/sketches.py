@@ -33,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+
 import math
 import threading
 from collections.abc import Iterable, Sequence
@@ -322,6 +324,22 @@ class NumericSketch:
         return sketch
 
 
+#: Longer values are kept (and reported) by their start, length and digest: a report holds no
+#: whole 1 GB string, and the statistics sent between steps stay small.
+MAX_VALUE_CHARS = 256
+
+
+def shortened(value: str) -> str:
+    """A long value's stand-in: its first characters, its length and a digest of the whole.
+
+    Example:
+        >>> shortened("x" * 1000)[:12], shortened("x" * 1000)[-40:]
+        ('xxxxxxxxxxxx', '… (1000 characters, sha256 44f8354494a5)')
+    """
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{value[:64]}… ({len(value)} characters, sha256 {digest})"
+
+
 class TopK:
     """Misra-Gries frequent values (see the module docstring).
 
@@ -350,6 +368,8 @@ class TopK:
             values = values.to_pylist()
         merged = self.counts
         for value, count in zip(values, counts.tolist()):
+            if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+                value = shortened(value)
             merged[value] = merged.get(value, 0) + count
         self._shrink()
 
