@@ -849,3 +849,33 @@ def test_no_report_unless_asked_for(sample_train):
     """`tensorize_spark`'s default is `Tensorize`'s: no report."""
     _, _, spark_out, *_ = sample_train
     assert not (spark_out / "report").exists()
+
+
+def test_avro_schema_evolution_gives_the_beam_files(spark, tmp_path):
+    """An early file without a field that a later schema adds with a default: both runtimes
+    read the early rows as the default (as Avro2TF's Spark job does), file for file."""
+    with open(SAMPLE_AVRO, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, records = reader.writer_schema, list(reader)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with open(folder / "a.avro", "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), records[:100])
+    later = {k: v for k, v in schema.items() if not k.startswith("__")}
+    later["fields"] = [*later["fields"], {"name": "rating", "type": "double", "default": 2.5}]
+    with open(folder / "b.avro", "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(later), [dict(r, rating=4.0) for r in records[100:]])
+    raw = json.loads(open(SAMPLE_CONFIG).read())
+    raw["features"].append({"outputTensorInfo": {"name": "rating", "dtype": "double", "shape": []}})
+    config = parse_config(raw)
+    _beam(config, tmp_path / "beam", inputs=str(folder / "*.avro"))
+    result = tensorize_spark(spark, str(folder / "*.avro"), config, str(tmp_path / "spark"))
+    assert result["numRecords"] == 300
+    _assert_same_output(tmp_path / "beam", tmp_path / "spark")
+    import tensorflow as tf
+
+    ratings = sorted(
+        tf.train.Example.FromString(r).features.feature["rating"].float_list.value[0]
+        for r in _records(tmp_path / "spark")
+    )
+    assert ratings == [2.5] * 100 + [4.0] * 200

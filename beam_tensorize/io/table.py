@@ -13,11 +13,10 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.job.files import match_files, open_file
-from beam_tensorize.job.reading import file_schema, read_split_batches
+from beam_tensorize.job.reading import file_schema, read_split_batches, unify_file_schemas
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
-from beam_tensorize.kernels.schemas import unify_schemas
 from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
@@ -159,7 +158,7 @@ def read_splits(
     ).with_outputs(_SCHEMAS, main="splits")
     side_inputs = ()
     if not callable(columns):
-        unified = planned[_SCHEMAS] | "UnifySchemas" >> beam.CombineGlobally(_UnifySchemasFn())
+        unified = planned[_SCHEMAS] | "UnifySchemas" >> beam.CombineGlobally(_UnifySchemasFn(columns))
         side_inputs = (beam.pvalue.AsSingleton(unified),)
     return (
         planned["splits"]
@@ -177,6 +176,9 @@ _SCHEMAS = "schemas"
 class _UnifySchemasFn(beam.CombineFn):
     """(path, schema) of every file -> their unified schema (None for no file); the distinct
     schemas only travel, each with its first file."""
+
+    def __init__(self, columns=None):
+        self._columns = None if columns is None else list(columns)
 
     def create_accumulator(self) -> dict:
         return {}
@@ -196,7 +198,9 @@ class _UnifySchemasFn(beam.CombineFn):
         return merged
 
     def extract_output(self, accumulator: dict) -> pa.Schema | None:
-        return unify_schemas(sorted(accumulator.values(), key=lambda e: e[0])) if accumulator else None
+        if not accumulator:
+            return None
+        return unify_file_schemas(sorted(accumulator.values(), key=lambda e: e[0]), self._columns)
 
 
 class _PlanSplitsFn(beam.DoFn):

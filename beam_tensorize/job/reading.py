@@ -16,11 +16,21 @@ import pyarrow as pa
 
 from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.kernels import formats
+from beam_tensorize.kernels.arrow_types import default_column
 from beam_tensorize.kernels.formats import InputFormat, Split, conform_batch
 from beam_tensorize.kernels.provenance import with_split
 from beam_tensorize.kernels.schemas import unify_schemas
 
-__all__ = ["Columns", "conform_to", "file_schema", "plan_splits", "read_split_batches", "unified_schema"]
+__all__ = [
+    "Columns",
+    "conform_to",
+    "file_schema",
+    "plan_splits",
+    "present_columns",
+    "read_split_batches",
+    "unified_schema",
+    "unify_file_schemas",
+]
 
 #: What to read of each file: column names / dotted paths, None for all, or a function of the
 #: file's full schema giving them (a file it gives none for is not read).
@@ -52,9 +62,41 @@ def plan_splits(
 
 
 def file_schema(fmt: InputFormat, path: str, columns: Sequence[str] | None) -> pa.Schema:
-    """The schema of the batches `fmt` reads from the file `path` for `columns`."""
+    """The schema of the batches `fmt` reads from the file `path` for `columns`. An Avro file
+    without some of the columns gives the others: Avro's schema evolution reads them as the
+    default that a later file's schema declares (`unify_file_schemas`, `conform_to`)."""
     with open_file(path) as f:
-        return fmt.read_schema(f, path, columns)
+        return fmt.read_schema(f, path, present_columns(fmt, f, path, columns))
+
+
+def present_columns(fmt: InputFormat, f, path: str, columns: Sequence[str] | None) -> Sequence[str] | None:
+    """`columns` without those an Avro file lacks (Avro's schema evolution); as they are for
+    other formats, which must have every column."""
+    if columns is None or fmt.name != "avro":
+        return columns
+    names = fmt.read_schema(f, path, None).names
+    folded = {n.lower() for n in names}
+    return [c for c in columns if c.split(".")[0] in names or c.split(".")[0].lower() in folded]
+
+
+def unify_file_schemas(schemas: Sequence[tuple[str, pa.Schema]], columns: Sequence[str] | None) -> pa.Schema:
+    """`unify_schemas`, then every top-level column of `columns` must be in some file.
+
+    Raises:
+        ValueError: as `unify_schemas`, or no file has a column (the message names the first).
+    """
+    unified = unify_schemas(schemas)
+    if columns is not None:
+        folded = {n.lower() for n in unified.names}
+        for column in columns:
+            name = column.split(".")[0]
+            if name not in unified.names and name.lower() not in folded:
+                path, schema = schemas[0]
+                raise ValueError(
+                    f"{path}: the config reads column {name!r}, which this file does not have; "
+                    f"its columns are: {', '.join(schema.names) or '(none read)'}"
+                )
+    return unified
 
 
 def unified_schema(
@@ -70,7 +112,7 @@ def unified_schema(
     for fmt, split in splits:
         if split.path not in schemas:
             schemas[split.path] = file_schema(fmt, split.path, columns)
-    return unify_schemas(sorted(schemas.items())) if schemas else None
+    return unify_file_schemas(sorted(schemas.items()), columns) if schemas else None
 
 
 def conform_to(batch: pa.RecordBatch, schema: pa.Schema | None, path: str) -> pa.RecordBatch:
@@ -78,6 +120,14 @@ def conform_to(batch: pa.RecordBatch, schema: pa.Schema | None, path: str) -> pa
     schema does not name, e.g. a folder's partition columns, and the tags are kept)."""
     if schema is None or batch.schema.equals(schema, check_metadata=False):
         return batch
+    absent = [f for f in schema if f.name not in batch.schema.names]
+    if absent:  # an Avro file written before the field was added: its default (Avro's rule)
+        for field in absent:
+            batch = batch.append_column(field, default_column(field, batch.num_rows, path))
+    order = [n for n in schema.names if n in batch.schema.names]  # every file's batches in the
+    order += [n for n in batch.schema.names if n not in schema.names]  # unified order
+    if order != batch.schema.names:
+        batch = batch.select(order).replace_schema_metadata(batch.schema.metadata)
     wanted = pa.schema(
         [schema.field(n) if n in schema.names else batch.schema.field(n) for n in batch.schema.names]
     )
@@ -112,6 +162,12 @@ def read_split_batches(
         columns = chosen[split.path]
         if not columns:
             return
+    elif columns is not None and fmt.name == "avro" and schema is not None:
+        chosen = {} if chosen is None else chosen
+        if split.path not in chosen:  # the columns this file has (the others: their defaults)
+            with open_file(split.path) as f:
+                chosen[split.path] = list(present_columns(fmt, f, split.path, columns))
+        columns = chosen[split.path]
     with open_file(split.path) as f:
         for item in fmt.read_split(f, split, columns, batch_rows):
             if isinstance(item, dict):

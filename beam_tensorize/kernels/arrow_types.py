@@ -11,13 +11,17 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 __all__ = [
+    "DEFAULT_KEY",
     "as_large_list",
+    "default_column",
+    "field_default",
     "check_columns",
     "is_list_type",
     "leaf_type",
@@ -81,6 +85,40 @@ def as_large_list(arr: pa.Array) -> pa.Array:
     if pa.types.is_large_list(arr.type):
         return arr
     return arr.cast(pa.large_list(arr.type.value_type))
+
+
+#: Field metadata key: the field's default value as JSON (Avro's `default`), which a file
+#: without the field reads as (`default_column`).
+DEFAULT_KEY = "default"
+
+
+def field_default(field: pa.Field):
+    """(whether `field` declares a default, the default) from its metadata."""
+    meta = field.metadata or {}
+    raw = meta.get(DEFAULT_KEY.encode())
+    return (False, None) if raw is None else (True, json.loads(raw))
+
+
+def default_column(field: pa.Field, rows: int, path: str) -> pa.Array:
+    """`rows` copies of `field`'s default (Avro schema evolution: a file written before the
+    field was added reads as its default).
+
+    Example:
+        >>> f = pa.field("rating", pa.float64(), metadata={DEFAULT_KEY: "2.5"})
+        >>> default_column(f, 2, "old.avro").to_pylist()
+        [2.5, 2.5]
+    """
+    declared, value = field_default(field)
+    if not declared:
+        raise ValueError(
+            f"{path}: the file has no column {field.name!r}, and the schema that adds it gives no default"
+        )
+    try:
+        return pa.array([value] * rows, type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
+        raise ValueError(
+            f"{path}: the default {value!r} of column {field.name!r} does not read as {field.type}: {err}"
+        ) from None
 
 
 def resolve_column(column: str, available: Sequence[str], path: str) -> str:

@@ -132,7 +132,8 @@ def unify_schemas(schemas: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
                     "input files cannot be read as one table; convert one of them (or read them in "
                     "separate jobs), or read only one of them"
                 )
-            fields[field.name] = (pa.field(field.name, t, mine.nullable or field.nullable), where)
+            metadata = mine.metadata or field.metadata  # e.g. a default one file's schema declares
+            fields[field.name] = (pa.field(field.name, t, mine.nullable or field.nullable, metadata), where)
         missing = set(fields) - set(schema.names)
         for name in missing:
             f, where = fields[name]

@@ -53,12 +53,16 @@ class AvroNamed(AvroNode):
 
 
 class AvroField:
-    __slots__ = ("doc", "name", "node")
+    __slots__ = ("default", "doc", "name", "node")
 
-    def __init__(self, name: str, node: AvroNode, doc: str | None):
+    #: `default` when the field declares none.
+    NO_DEFAULT = object()
+
+    def __init__(self, name: str, node: AvroNode, doc: str | None, default=NO_DEFAULT):
         self.name = name
         self.node = node
         self.doc = doc
+        self.default = default
 
 
 class AvroRecord(AvroNamed):
@@ -194,7 +198,10 @@ class _SchemaParser:
             doc = field.get("doc")
             record.fields.append(
                 AvroField(
-                    name, self.parse(field["type"], inner_namespace), doc if isinstance(doc, str) else None
+                    name,
+                    self.parse(field["type"], inner_namespace),
+                    doc if isinstance(doc, str) else None,
+                    field.get("default", AvroField.NO_DEFAULT),
                 )
             )
         return record

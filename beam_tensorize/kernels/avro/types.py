@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from beam_tensorize.kernels.arrow_types import check_columns
+from beam_tensorize.kernels.arrow_types import DEFAULT_KEY, check_columns
 from beam_tensorize.kernels.avro.schema import (
     AvroArray,
     AvroEnum,
@@ -97,7 +98,10 @@ class Typer:
 
     def field(self, f: AvroField) -> tuple[pa.Field, pa.Field, Convert | None]:
         typed = self.type(f.node)
-        meta = {"doc": f.doc} if f.doc else None
+        meta = {"doc": f.doc} if f.doc else {}
+        if f.default is not AvroField.NO_DEFAULT:  # a reader of files without the field uses it
+            meta[DEFAULT_KEY] = json.dumps(f.default)
+        meta = meta or None
         return (
             pa.field(f.name, typed.final, typed.nullable, metadata=meta),
             pa.field(f.name, typed.raw, typed.nullable),

@@ -34,7 +34,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-
 import math
 import threading
 from collections.abc import Iterable, Sequence
