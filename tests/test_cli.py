@@ -224,10 +224,12 @@ def test_existing_output_fails_without_overwrite(tmp_path, sample_run, capsys):
     args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out)]
     assert main(args) == 0
     capsys.readouterr()
-    assert main(args) == 1
+    assert main(args) == 2  # refused before any data is read (docs/errors.md)
     err = capsys.readouterr().err
-    assert f"error: the job failed; {out} holds no new complete output:" in err
-    assert f"{out}/trainingData already holds 2 file(s)" in err
+    assert err == (
+        f"error: {out}/trainingData already holds 1 file(s) (e.g. {out}/trainingData/part-00000-of-00001.tfrecord); "
+        "choose another output folder or another save mode (overwrite, overwrite_partitions, append, ignore)\n"
+    )
     assert main([*args, "--save_mode", "overwrite"]) == 0
 
 

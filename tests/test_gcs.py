@@ -87,7 +87,7 @@ def test_the_cli_writes_its_whole_layout_to_gcs_and_refuses_a_second_run(gcs, ca
     assert not [k for k in objects if "_temporary" in k]  # the run's lock and temporary files are gone
     capsys.readouterr()
     args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", out]
-    assert main(args) == 1  # save mode error: the split folder holds data
+    assert main(args) == 2  # save mode error: the split folder holds data (before reading)
     assert "already holds" in capsys.readouterr().err
     assert gcs("tensorized/") == objects
 

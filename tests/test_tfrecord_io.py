@@ -172,7 +172,7 @@ def test_save_mode_error_refuses_a_folder_with_data(tmp_path):
     _write(tmp_path, [_days((1, 10))], partition_by=["day"])
     before = (tmp_path / "day=1/part-00000-of-00001.tfrecord").read_bytes()
     with pytest.raises(
-        Exception, match=r"already holds 2 file\(s\).*choose another output folder or another save mode"
+        Exception, match=r"already holds 1 file\(s\).*choose another output folder or another save mode"
     ):
         _write(tmp_path, [_days((2, 20))], partition_by=["day"])
     assert (tmp_path / "day=1/part-00000-of-00001.tfrecord").read_bytes() == before

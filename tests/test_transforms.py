@@ -199,7 +199,7 @@ def test_write_tfrecord_empty_input_writes_every_shard(tmp_path):
 
 def test_write_tfrecord_save_modes(tmp_path):
     _write(tmp_path, _serialized_batches(1), num_shards=2)
-    with pytest.raises(Exception, match="already holds 3 file"):
+    with pytest.raises(Exception, match="already holds 2 file"):
         _write(tmp_path, _serialized_batches(2), num_shards=1)
     assert (
         len(_records(tmp_path / "part-00000-of-00002.tfrecord"))

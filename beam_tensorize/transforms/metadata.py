@@ -96,7 +96,7 @@ class EmitMetadata(beam.PTransform):
             ),
         }
 
-    def inputs(self, pipeline, lists_from_output=False) -> beam.PCollection:
+    def metadata_inputs(self, pipeline, lists_from_output=False) -> beam.PCollection:
         """A PCollection of one `MetadataInputs`: what the metadata takes besides the data's
         entry, gathered when the job runs (`Tensorize` commits it with the data).
         `lists_from_output`: a bool, or a PCollection of one."""
@@ -126,7 +126,7 @@ class EmitMetadata(beam.PTransform):
     def expand(self, splits):
         return splits | "WriteMetadata" >> beam.Map(
             _write_metadata,
-            beam.pvalue.AsSingleton(self.inputs(splits.pipeline)),
+            beam.pvalue.AsSingleton(self.metadata_inputs(splits.pipeline)),
             self._config,
             self._output_dir,
             self._compression,

@@ -212,7 +212,9 @@ class Tensorize(beam.PTransform):
         """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
         spec = self.spec
         maxima = _largest_integers(hashed, spec.config)
-        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).inputs(pipeline)
+        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).metadata_inputs(
+            pipeline
+        )
         result = inputs | "Commit" >> beam.Map(
             lambda metadata_inputs: commit_split(spec, uuid.uuid4().hex, None, None, metadata_inputs)
         )
@@ -376,7 +378,7 @@ class Tensorize(beam.PTransform):
             )
         pending = examples | writer
         maxima = _largest_integers(hashed, config) if spec.execution_mode == "train" else None
-        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).inputs(
+        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).metadata_inputs(
             pipeline, lists_from_output
         )
         report = ()
