@@ -807,3 +807,34 @@ def test_a_huge_string_value_does_not_travel_whole_in_the_report(tmp_path, capsy
     assert len(text) < 100_000 and (out / "report" / "trainingData.html").stat().st_size < 200_000
     assert "y" * 64 + "\\u2026 (25165824 characters, sha256 " in text
     assert json.loads(text)["rowsWritten"] == 300
+
+
+def test_the_text_of_hives_null_folder_name_as_a_value_reads_back_as_itself(tmp_path, capsys):
+    """A partition value equal to `__HIVE_DEFAULT_PARTITION__` used to read back as null: it is
+    escaped (`%5F_HIVE_DEFAULT_PARTITION__`, as Hive's unescaping gives the text back)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from beam_tensorize.tf import make_dataset
+
+    data = tmp_path / "rows.parquet"
+    countries = ["NL", "__HIVE_DEFAULT_PARTITION__", None, "__HIVE_DEFAULT_PARTITION__"]
+    pq.write_table(pa.table({"userId": [1, 2, 3, 4], "country": countries}), data)
+    config = tmp_path / "config.json"
+    config.write_text(
+        '{"features": [{"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}}]}'
+    )
+    out = tmp_path / "out"
+    args = ["--input", str(data), "--config", str(config), "--output", str(out), "--quiet"]
+    assert _run(capsys, *args, "--extra_columns_to_keep", "country", "--partition_by", "country") == (0, "")
+    folders = sorted(p.name for p in (out / "trainingData").iterdir() if p.is_dir())
+    assert folders == [
+        "country=%5F_HIVE_DEFAULT_PARTITION__",
+        "country=NL",
+        "country=__HIVE_DEFAULT_PARTITION__",
+    ]
+    rows = {}
+    for batch in make_dataset(str(out), batch_size=10, labels=False):
+        for user, country in zip(batch["userId"].numpy().tolist(), batch["country"].numpy().tolist()):
+            rows[user] = country
+    assert rows == {1: b"NL", 2: b"__HIVE_DEFAULT_PARTITION__", 3: b"", 4: b"__HIVE_DEFAULT_PARTITION__"}

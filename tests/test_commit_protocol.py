@@ -210,3 +210,16 @@ def test_an_overwrite_never_deletes_through_a_symbolic_link(inputs, tmp_path, ca
         "inside the output folder; replace the link with a folder, or choose another output"
     ]
     assert _md5s(str(outside)) == before
+
+
+def test_concurrent_overwrites_each_report_their_own_rows_and_one_wins_whole(inputs, outputs, tmp_path):
+    old, old_rows, new_rows = outputs["tfrecord", "overwrite"]
+    out = str(tmp_path / "out")
+    shutil.copytree(old, out)
+    runs = [_cli(*_args(data, out, "tfrecord", "overwrite")[:-1]) for data in inputs]  # with a summary
+    results = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], results
+    written = [next(line for line in stdout.splitlines() if "rows written:" in line) for stdout, _ in results]
+    assert [w.split()[2] for w in written] == ["300", "120"]
+    assert _rows(out, "tfrecord") in (old_rows, new_rows)  # one run's output, whole
+    assert _leftovers(out) in ([], ["_temporary"])
