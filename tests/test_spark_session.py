@@ -146,6 +146,7 @@ print(json.dumps({
     "master": spark.sparkContext.master, "name": spark.sparkContext.appName,
     "ui": spark.conf.get("spark.ui.enabled"),
     "accumulated": accumulated(spark.sparkContext),
+    "worker": spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).collect()[0],
 }))
 server = spark.sparkContext._accumulatorServer
 spark.stop()
@@ -169,8 +170,11 @@ def test_a_recorded_archive_starts_the_next_session(tmp_path):
     assert os.listdir(cache) == [os.path.basename(archive)]
     assert os.path.getsize(archive) > 10 * 2**20  # Spark's classes, parsed and verified
 
+    # No PYSPARK_PYTHON: the Python workers must still run this interpreter (with the project
+    # installed), not the `python3` on PATH.
+    env = {k: v for k, v in _ENV.items() if k != "PYSPARK_PYTHON"}
     run = subprocess.run(
-        [sys.executable, "-c", _RUN, cache], capture_output=True, text=True, env=_ENV, timeout=300
+        [sys.executable, "-c", _RUN, cache], capture_output=True, text=True, env=env, timeout=300
     )
     assert run.returncode == 0, run.stderr[-2000:]
     *_, line, closed = run.stdout.strip().splitlines()
@@ -186,6 +190,7 @@ def test_a_recorded_archive_starts_the_next_session(tmp_path):
         "session test",
         "false",
     )
+    assert seen["worker"] == sys.executable
 
 
 _WORKER_SIDE = """

@@ -128,7 +128,8 @@ def local_session(
         cache_dir: where the archive is kept (default: `default_cache_dir()`).
         app_name: the application's name.
         config: more Spark settings (`spark.driver.extraJavaOptions` given here is kept,
-            after the options above).
+            after the options above). The Python workers run this process's interpreter
+            (`spark.pyspark.python`) unless `PYSPARK_PYTHON` or the setting says otherwise.
 
     Returns:
         The session. As with `getOrCreate`, a session already running in this process is
@@ -153,11 +154,15 @@ def local_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.extraJavaOptions", " ".join([*options, given]).strip())
     )
+    if not os.environ.get("PYSPARK_PYTHON"):  # local workers run this interpreter (its packages),
+        settings.setdefault("spark.pyspark.python", sys.executable)  # not `python3` from PATH
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     if not running:
         _close_accumulator_server_in_background(spark.sparkContext)
+        if not os.environ.get("PYSPARK_PYTHON"):  # what PySpark starts its workers with
+            spark.sparkContext.pythonExec = sys.executable
     return spark
 
 
