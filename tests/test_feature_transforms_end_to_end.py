@@ -173,10 +173,10 @@ def test_test_mode_reuses_train_lists(train_run, records, tmp_path):
 def test_test_mode_without_train_run_fails(tmp_path, capsys):
     args = ["--input", SAMPLE_AVRO, "--config", AVRO2TF_CONFIG, "--output", str(tmp_path / "o"),
             "--execution_mode", "test"]  # fmt: skip
-    assert main(args) == 1
+    assert main(args) == 2  # refused before any data is read (docs/errors.md)
     err = capsys.readouterr().err
-    assert "no feature list for tensor 'genreFeatures': build it in train mode first" in err
-    assert not (tmp_path / "o" / "_SUCCESS").exists()
+    assert err == f"error: no feature lists in {tmp_path / 'o'}/featureList: run train mode into this output folder first\n"
+    assert not (tmp_path / "o" / "_SUCCESS").exists() and not (tmp_path / "o" / "testData").exists()
 
 
 def test_train_twice_is_byte_identical_and_multiprocessing_agrees(train_run, tmp_path):
