@@ -25,7 +25,15 @@ import time
 import uuid
 from collections.abc import Callable
 
-__all__ = ["PROGRESS_ENV", "ProgressCounter", "ProgressReporter", "format_rate", "read_progress"]
+__all__ = [
+    "PROGRESS_ENV",
+    "ProgressCounter",
+    "ProgressReporter",
+    "format_rate",
+    "read_progress",
+    "read_result",
+    "record_result",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -87,6 +95,32 @@ def read_progress(folder: str) -> dict[str, int]:
         name = entry.split(".", 1)[0]
         totals[name] = totals.get(name, 0) + value
     return totals
+
+
+_RESULT_FILE = "result.json"
+
+
+def record_result(result: dict) -> dict:
+    """Keep the job's own result (what its commit wrote) in the progress folder, for the
+    command's summary: the output's metadata may already be another run's. Returns `result`."""
+    folder = os.environ.get(PROGRESS_ENV)
+    if folder and os.path.isdir(folder):
+        import json
+
+        with open(os.path.join(folder, _RESULT_FILE), "w") as f:
+            json.dump(result, f)
+    return result
+
+
+def read_result(folder: str) -> dict | None:
+    """What `record_result` kept in `folder` (None: nothing, e.g. a remote runner ran the job)."""
+    import json
+
+    try:
+        with open(os.path.join(folder, _RESULT_FILE)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def format_rate(rows: int, seconds: float) -> str:

@@ -47,7 +47,14 @@ from beam_tensorize.job.report import REPORT_FORMATS, report_paths
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
-from beam_tensorize.progress import PROGRESS_ENV, ProgressReporter, format_rate, read_progress
+from beam_tensorize.progress import (
+    PROGRESS_ENV,
+    ProgressReporter,
+    format_rate,
+    read_progress,
+    read_result,
+    record_result,
+)
 from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
@@ -392,7 +399,9 @@ def _groups(text: str | None) -> list[tuple[str, list[str]]]:
 
 def build_pipeline(pipeline: beam.Pipeline, spec: TensorizeSpec):
     """Add the read + tensorize steps of `spec` to `pipeline`; returns `TensorizeOutputs`."""
-    return pipeline | "Tensorize" >> Tensorize(spec)
+    outputs = pipeline | "Tensorize" >> Tensorize(spec)
+    _ = outputs.result | "KeepResult" >> beam.Map(record_result)  # the summary's own numbers
+    return outputs
 
 
 def _print_help() -> None:
@@ -411,7 +420,11 @@ def _print_help() -> None:
     parser.print_help()
 
 
-def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float) -> str:
+def _summary(
+    spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float, committed: dict | None = None
+) -> str:
+    """The lines printed after a run; `committed`: the run's own result (`record_result`),
+    else the output's metadata tells (another run may have committed since)."""
     output = spec.output
     metadata = read_metadata(output) or {}
     entries = metadata.get("features", []) + metadata.get("labels", [])
@@ -423,6 +436,11 @@ def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float
     ]
     split = spec.split
     data = metadata.get("data", {}).get(split, {})
+    if committed and "numRecords" in committed:
+        prefix = posixpath.join(output, split) + "/"
+        files = [f[len(prefix) :] if f.startswith(prefix) else f for f in committed.get("files", [])]
+        data = {**data, "numRecords": committed["numRecords"], "badRecords": committed.get("badRecords", 0),
+                "files": files}  # fmt: skip
     counters = _counters(result)
     rows_read = None if counters is None else counters.get(metrics.ROWS_READ, 0)
     if not rows_read and totals.get(metrics.ROWS_READ):
@@ -432,13 +450,14 @@ def _summary(spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float
         f"  rows read:     {rows_read if rows_read is not None else 'n/a'}",
         f"  rows written:  {data.get('numRecords', 'n/a')}  (bad records: {data.get('badRecords', 'n/a')})",
         f"  tensors:       {', '.join(tensors)}",
-        f"  files:         {', '.join(posixpath.join(split, f) for f in data.get('files', []))}",
+        f"  files:         {', '.join(posixpath.join(split, f) for f in data.get('files', []))}"
+        + ("none (--skip_conversion: the feature lists and the metadata only)" if spec.skip_conversion else ""),
         f"  feature lists: {', '.join(lists) if lists else 'none'}",
         f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
         f"  time:          {elapsed:.1f} s"
         + (f" ({format_rate(rows_read, elapsed)} read)" if rows_read else ""),
     ]
-    if spec.report != "none":
+    if spec.report != "none" and not spec.skip_conversion:
         json_path, html_path = report_paths(output, split)
         lines.append(f"  report:        {html_path if spec.report == 'html' else json_path}")
     if data.get("deduplication"):
@@ -625,13 +644,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         os.environ.pop(PROGRESS_ENV, None)
         totals = read_progress(progress_dir)
+        committed = read_result(progress_dir)
         shutil.rmtree(progress_dir, ignore_errors=True)
     if options.quiet:
         return 0
     if held_data:
         print(f"{split_dir} already held data; with --save_mode ignore nothing was written.")
         return 0
-    print(_summary(spec, result, totals, time.monotonic() - started))
+    print(_summary(spec, result, totals, time.monotonic() - started, committed))
     return 0
 
 

@@ -188,8 +188,13 @@ def test_avro2tf_flag_names_run_the_same_job(tmp_path, capsys):
     assert _tree(tmp_path / "theirs") == _tree(tmp_path / "ours")
     # --skip-conversion: the feature lists and the metadata, no records.
     skipped = ["--working-dir", str(tmp_path / "skipped"), "--skip-conversion", "true"]
+    capsys.readouterr()
     assert main([*theirs[:2], *skipped, *theirs[4:]]) == 0
     assert not (tmp_path / "skipped" / "trainingData").exists()
+    assert (tmp_path / "skipped" / "_SUCCESS").exists()  # the job is complete
+    summary = capsys.readouterr().out
+    assert "  files:         none (--skip_conversion: the feature lists and the metadata only)\n" in summary
+    assert "report:" not in summary  # none is written
     assert (tmp_path / "skipped" / "featureList" / "genreFeatures").read_text() == (
         tmp_path / "ours" / "featureList" / "genreFeatures"
     ).read_text()

@@ -838,3 +838,16 @@ def test_the_text_of_hives_null_folder_name_as_a_value_reads_back_as_itself(tmp_
         for user, country in zip(batch["userId"].numpy().tolist(), batch["country"].numpy().tolist()):
             rows[user] = country
     assert rows == {1: b"NL", 2: b"__HIVE_DEFAULT_PARTITION__", 3: b"", 4: b"__HIVE_DEFAULT_PARTITION__"}
+
+
+def test_a_deleted_feature_list_is_refused_before_reading(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _run(capsys, *_on_sample(out, "--quiet"))[0] == 0
+    (out / "featureList" / "genreVector").unlink()
+    code, err = _run(capsys, *_on_sample(out, "--execution_mode", "validation"))
+    assert (code, err) == (
+        2,
+        f"error: {out}/featureList/genreVector is missing: the metadata records it (the list the train run "
+        "indexed its records with); restore it, or run train mode again\n",
+    )
+    assert not (out / "validationData").exists()

@@ -175,7 +175,10 @@ def test_test_mode_without_train_run_fails(tmp_path, capsys):
             "--execution_mode", "test"]  # fmt: skip
     assert main(args) == 2  # refused before any data is read (docs/errors.md)
     err = capsys.readouterr().err
-    assert err == f"error: no feature lists in {tmp_path / 'o'}/featureList: run train mode into this output folder first\n"
+    assert (
+        err
+        == f"error: no feature lists in {tmp_path / 'o'}/featureList: run train mode into this output folder first\n"
+    )
     assert not (tmp_path / "o" / "_SUCCESS").exists() and not (tmp_path / "o" / "testData").exists()
 
 

@@ -155,6 +155,13 @@ def test_elwc_records_hold_the_context_and_one_example_per_document(tensorized):
         assert [e.features.feature["doc"].int64_list.value[0] for e in examples] == [r["doc"] for r in docs]
     document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
     assert document["recordType"] == "ExampleListWithContext"
+    from beam_tensorize.tf import make_dataset
+
+    with pytest.raises(ValueError) as raised:  # not a UnicodeDecodeError from inside TensorFlow
+        make_dataset(str(out))
+    assert str(raised.value).startswith(
+        f"{out}/trainingData holds ExampleListWithContext records; make_dataset parses tf.train.Examples"
+    )
 
 
 def test_bad_settings_are_one_line(tensorized, capsys):

@@ -265,6 +265,7 @@ def commit_split(
                 {}, spec.config, out, spec.compression, inputs.write_lists, inputs.lists, inputs.extra,
                 inputs.maxima, discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
             )  # fmt: skip
+            txn.mark(posixpath.join(out, SUCCESS_FILE))  # the job is complete: its lists and metadata
             return {"output": out, "split": split, "files": [], "numRecords": 0, "metadata": metadata,
                     "conversionSkipped": True}  # fmt: skip
         committed = commit_files(pending.written, pending.plan, pending.checked, txn=txn)

@@ -178,8 +178,21 @@ def check_feature_lists(spec: TensorizeSpec) -> None:
     if spec.execution_mode == "train" or not spec.feature_list_keys:
         return
     folder = posixpath.join(spec.output.rstrip("/"), FEATURE_LIST_FOLDER)
-    required = spec.external_feature_lists is None
-    read_feature_lists([folder], spec.config.tensor_names, required=required, metadata_dir=spec.output)
+    metadata = read_metadata(spec.output)
+    if metadata is None:  # no train run into this output: its lists are missing (unless external)
+        required = spec.external_feature_lists is None
+    else:  # the lists the train run wrote, as it recorded them
+        entries = [*metadata.get("features", []), *metadata.get("labels", [])]
+        required = any("featureList" in e for e in entries)
+    found = read_feature_lists([folder], spec.config.tensor_names, required=required, metadata_dir=spec.output)
+    for entry in [] if metadata is None else [*metadata.get("features", []), *metadata.get("labels", [])]:
+        path = entry.get("featureList", {}).get("path", "")
+        name = posixpath.basename(path)
+        if path.startswith(FEATURE_LIST_FOLDER + "/") and name in spec.config.tensor_names and name not in found:
+            raise FileNotFoundError(
+                f"{posixpath.join(spec.output.rstrip('/'), path)} is missing: the metadata records it (the "
+                "list the train run indexed its records with); restore it, or run train mode again"
+            )
 
 
 #: A running job's lock file, in `<output>/_temporary/`: `.run-<id>.lock`.

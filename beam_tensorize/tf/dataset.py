@@ -163,6 +163,13 @@ def make_dataset(
             f"{root}/{folder} holds {data['format']} files; make_dataset reads TFRecord outputs "
             "(read a Parquet output with beam_tensorize.tf.Dataset.from_output)"
         )
+    record_type = metadata.get("recordType", "Example")
+    if record_type != "Example":
+        raise ValueError(
+            f"{root}/{folder} holds {record_type} records; make_dataset parses tf.train.Examples "
+            "(read ExampleListWithContext records with TF-Ranking's data readers, e.g. "
+            "tfr.data.build_ranking_dataset with data_format ELWC)"
+        )
     if input_context is not None:
         if num_shards is not None or shard_index is not None:
             raise ValueError("give input_context or num_shards / shard_index, not both")
