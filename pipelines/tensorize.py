@@ -45,6 +45,7 @@ from beam_tensorize.job.preflight import (
 )
 from beam_tensorize.job.report import REPORT_FORMATS, report_paths
 from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.formats import AUTO, format_names
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.progress import (
@@ -297,6 +298,14 @@ class TensorizeOptions(PipelineOptions):
             default=8192,
             help="Rows per Arrow record batch read from the input (default 8192).",
         )
+        parser.add_argument(
+            "--split_bytes",
+            type=int,
+            default=formats.DEFAULT_SPLIT_BYTES,
+            help="About how many bytes of input one split reads (default 64 MiB): smaller splits "
+            "give more parallel tasks and, without --num_shards, more output files "
+            "(Avro2TF's --min-parts).",
+        )
 
 
 def _boolean(text: str) -> bool:
@@ -334,6 +343,8 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         )
     if options.batch_rows < 1:
         raise ValueError(f"--batch_rows must be at least 1, got {options.batch_rows}")
+    if options.split_bytes < 1:
+        raise ValueError(f"--split_bytes must be at least 1, got {options.split_bytes}")
     patterns = [SAMPLE_AVRO] if sample else _names(options.input)
     if not patterns:
         raise ValueError("--input names no file")
@@ -381,6 +392,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         extra_columns=tuple(extra),
         partition_by=tuple(partition_by),
         batch_rows=options.batch_rows,
+        split_bytes=options.split_bytes,
         report=options.report,
         drift_threshold=options.drift_threshold,
     )
@@ -451,7 +463,11 @@ def _summary(
         f"  rows written:  {data.get('numRecords', 'n/a')}  (bad records: {data.get('badRecords', 'n/a')})",
         f"  tensors:       {', '.join(tensors)}",
         f"  files:         {', '.join(posixpath.join(split, f) for f in data.get('files', []))}"
-        + ("none (--skip_conversion: the feature lists and the metadata only)" if spec.skip_conversion else ""),
+        + (
+            "none (--skip_conversion: the feature lists and the metadata only)"
+            if spec.skip_conversion
+            else ""
+        ),
         f"  feature lists: {', '.join(lists) if lists else 'none'}",
         f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
         f"  time:          {elapsed:.1f} s"

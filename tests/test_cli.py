@@ -246,6 +246,7 @@ def test_help_explains_every_flag(capsys):
         "--save_mode",
         "--max_bad_records_ratio",
         "--batch_rows",
+        "--split_bytes",
         "--runner",
     ]:
         assert flag in text, flag
@@ -365,3 +366,17 @@ def test_the_runner_of_other_flags_is_beams_choice():
     assert direct_runner_for(PipelineOptions(["--runner", "PortableRunner"])) is None
     assert direct_runner_for(PipelineOptions(["--runner", "BundleBasedDirectRunner"])) is None
     assert direct_runner_for(PipelineOptions(["--streaming"])) is None
+
+
+def test_split_bytes_sets_the_input_splits_as_the_min_parts_note_says(tmp_path, capsys):
+    """Avro2TF's --min-parts points to --split_bytes: smaller splits, more files (one each)."""
+    out = tmp_path / "out"
+    args = ["--input", SAMPLE_AVRO, "--config", AVRO2TF_CONFIG, "--output", str(out), "--quiet"]
+    assert main([*args, "--split_bytes", "40000"]) == 0
+    assert sorted(p.name for p in (out / "trainingData").glob("part-*")) == [
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
+    assert len(_parsed_rows(out)) == 300
+    assert main([*args, "--split_bytes", "0"]) == 2
+    assert capsys.readouterr().err.endswith("error: --split_bytes must be at least 1, got 0\n")

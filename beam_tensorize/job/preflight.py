@@ -184,11 +184,17 @@ def check_feature_lists(spec: TensorizeSpec) -> None:
     else:  # the lists the train run wrote, as it recorded them
         entries = [*metadata.get("features", []), *metadata.get("labels", [])]
         required = any("featureList" in e for e in entries)
-    found = read_feature_lists([folder], spec.config.tensor_names, required=required, metadata_dir=spec.output)
+    found = read_feature_lists(
+        [folder], spec.config.tensor_names, required=required, metadata_dir=spec.output
+    )
     for entry in [] if metadata is None else [*metadata.get("features", []), *metadata.get("labels", [])]:
         path = entry.get("featureList", {}).get("path", "")
         name = posixpath.basename(path)
-        if path.startswith(FEATURE_LIST_FOLDER + "/") and name in spec.config.tensor_names and name not in found:
+        if (
+            path.startswith(FEATURE_LIST_FOLDER + "/")
+            and name in spec.config.tensor_names
+            and name not in found
+        ):
             raise FileNotFoundError(
                 f"{posixpath.join(spec.output.rstrip('/'), path)} is missing: the metadata records it (the "
                 "list the train run indexed its records with); restore it, or run train mode again"
