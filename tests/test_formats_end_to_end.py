@@ -372,3 +372,48 @@ def test_a_tfrecord_output_is_tensorized_again_with_the_same_values(tmp_path):
     names = [t["name"] for t in dense]
     assert len(after) == len(before) == 300
     assert [{n: r[n] for n in names} for r in after] == [{n: r[n] for n in names} for r in before]
+
+
+@pytest.mark.parametrize("output_format", ["parquet", "avro"])
+def test_a_dense_ntv_vector_is_one_list_per_row_in_columnar_outputs(tmp_path, capsys, output_format):
+    """An NTV tensor with isSparse false and config shape [] becomes a vector of the feature
+    list's size + 1 per row: Parquet / Avro outputs used to write its values flat (6,000
+    one-value records for 300 rows, exit 0) or crash beside other tensors."""
+    import json
+
+    import fastavro
+    import pyarrow.parquet as pq
+
+    from beam_tensorize.sample import SAMPLE_AVRO
+    from pipelines.tensorize import main
+
+    config = tmp_path / "config.json"
+    vector = {"inputFeatureInfo": {"columnConfig": {"genreFeatures": {"whitelist": ["Genre"]}}},
+              "outputTensorInfo": {"name": "genreVector", "dtype": "float", "shape": [], "isSparse": False}}  # fmt: skip
+    user = {"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}}
+    config.write_text(json.dumps({"features": [vector, user]}))
+    outs = {}
+    for fmt in ("tfrecord", output_format):
+        outs[fmt] = tmp_path / fmt
+        args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(outs[fmt]), "--quiet"]
+        assert main([*args, "--output_format", fmt]) == 0, capsys.readouterr().err
+    metadata = json.loads((outs[output_format] / "metadata" / "tensor_metadata.json").read_text())
+    size = next(t for t in metadata["features"] if t["name"] == "genreVector")["shape"][-1]
+    assert size == 20  # 19 genres and the unknown id
+    (path,) = (outs[output_format] / "trainingData").glob("part-*")
+    if output_format == "parquet":
+        rows = pq.read_table(path).to_pylist()
+    else:
+        with open(path, "rb") as f:
+            rows = list(fastavro.reader(f))
+    assert len(rows) == 300 and all(len(r["genreVector"]) == size for r in rows)
+    from beam_tensorize.tf import make_dataset
+
+    expected = {}
+    for batch in make_dataset(str(outs["tfrecord"]), batch_size=300, labels=False):
+        for u, v in zip(batch["userId"].numpy().tolist(), batch["genreVector"].numpy().tolist()):
+            expected.setdefault(u, []).append([round(x, 6) for x in v])
+    got = {}
+    for r in rows:
+        got.setdefault(r["userId"], []).append([round(x, 6) for x in r["genreVector"]])
+    assert {u: sorted(v) for u, v in got.items()} == {u: sorted(v) for u, v in expected.items()}

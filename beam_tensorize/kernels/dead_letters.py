@@ -60,8 +60,9 @@ def convert_rows(
     batch: pa.RecordBatch, layouts: Sequence[FeatureLayout], keep_columns: Sequence[str] = ()
 ) -> tuple[ConversionResult, tuple[FeatureLayout, ...]]:
     """The Example feature columns of a tensor batch (`to_feature_columns`) and every layout
-    used: the tensors', then those of the columns without one (extra columns, stored by their
-    Arrow type, `layout_for_column`); `keep_columns` are left out.
+    used: the tensors' (a dense NTV vector's with its run-time dimension), then those of the
+    columns without one (extra columns, stored by their Arrow type, `layout_for_column`);
+    `keep_columns` are left out.
 
     Raises:
         FeatureDataError: a column's type does not fit its tensor at all.
@@ -69,8 +70,8 @@ def convert_rows(
     known = {layout.name for layout in layouts} | set(keep_columns)
     extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
     encoded = batch.drop_columns(list(keep_columns)) if keep_columns else batch
-    every_layout = tuple(layouts) + tuple(extra)
-    return to_feature_columns(encoded, every_layout), every_layout
+    result = to_feature_columns(encoded, tuple(layouts) + tuple(extra))
+    return result, result.layouts  # a dense vector's with its run-time dimension
 
 
 def encode_with_dead_letters(

@@ -187,6 +187,9 @@ class ConversionResult:
     features: pa.RecordBatch
     bad_rows: np.ndarray  # indices into the input batch, ascending
     reasons: list[str]  # one per bad row
+    #: The layouts the columns were stored with: those given, but a dense vector's (see
+    #: `DENSE_VECTOR_KEY`) with its run-time dimension.
+    layouts: tuple = ()
 
 
 class _Problems:
@@ -219,11 +222,13 @@ def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) 
     """
     problems = _Problems(batch.num_rows)
     columns: dict[str, pa.Array] = {}
+    used = []
     for layout in layouts:
         column = batch.column(layout.name)
         field_metadata = batch.schema.field(layout.name).metadata or {}
         if DENSE_VECTOR_KEY in field_metadata and layout.kind != "sparse" and not layout.shape:
             layout = dataclasses.replace(layout, shape=(-1,), kind="ragged", value_type="float32")
+        used.append(layout)
         if layout.kind == "sparse":
             columns.update(_sparse(column, layout, problems))
         else:
@@ -233,7 +238,7 @@ def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) 
     if problems.bad.any() and columns:
         features = features.filter(pa.array(good))
     bad_rows = np.flatnonzero(problems.bad)
-    return ConversionResult(features, bad_rows, [problems.reason_of[i] for i in bad_rows])
+    return ConversionResult(features, bad_rows, [problems.reason_of[i] for i in bad_rows], tuple(used))
 
 
 def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
