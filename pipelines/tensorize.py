@@ -28,7 +28,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TestOptions
 
-from beam_tensorize import metrics
+from beam_tensorize import __version__, metrics
 from beam_tensorize.config import ConfigError, load_config
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.job.daily import daily_inputs
@@ -64,7 +64,15 @@ from pipelines.arguments import OneLineParser, help_hint, refuse_unknown_argumen
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
-_COMMAND = "python -m pipelines.tensorize"
+
+def _command() -> str:
+    """How the user ran this command, for hints: the installed script, or the module."""
+    return (
+        "beam-tensorize"
+        if os.path.basename(sys.argv[0] or "") == "beam-tensorize"
+        else "python -m pipelines.tensorize"
+    )
+
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -293,6 +301,9 @@ class TensorizeOptions(PipelineOptions):
             "the DirectRunner (default 10).",
         )
         parser.add_argument(
+            "--version", action="store_true", help="Print beam_tensorize's version and exit."
+        )
+        parser.add_argument(
             "--batch_rows",
             type=int,
             default=8192,
@@ -418,7 +429,7 @@ def build_pipeline(pipeline: beam.Pipeline, spec: TensorizeSpec):
 
 def _print_help() -> None:
     parser = argparse.ArgumentParser(
-        prog=_COMMAND,
+        prog=_command(),
         description="Turn Avro, Parquet, ORC or TFRecord data into tf.train.Example TFRecords "
         "plus tensor metadata, "
         "driven by an Avro2TF-compatible config.",
@@ -520,7 +531,7 @@ def _check_our_flags(argv: list[str]) -> argparse.Namespace:
     try:
         return parser.parse_known_args(argv)[0]
     except ValueError as err:
-        raise ValueError(f"{err}; {help_hint(_COMMAND)}") from None
+        raise ValueError(f"{err}; {help_hint(_command())}") from None
 
 
 class _ConsoleFilter(logging.Filter):
@@ -586,10 +597,31 @@ def _one_line(err: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job; returns the process exit code."""
+    """Run the job; returns the process exit code. The log file (in the temporary folder) is
+    kept only when the command fails."""
+    code = _main(argv)
+    if code == 0:
+        _discard_log()
+    return code
+
+
+def _discard_log() -> None:
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "_beam_tensorize", False)]:
+        if isinstance(handler, logging.FileHandler):
+            root.removeHandler(handler)
+            handler.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(handler.baseFilename)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         _print_help()
+        return 0
+    if "--version" in argv:
+        print(f"beam_tensorize {__version__}")
         return 0
     try:
         argv, notes = avro2tf_flags.translate(argv)
@@ -605,7 +637,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
-        refuse_unknown_arguments(argv, _COMMAND)
+        refuse_unknown_arguments(argv, _command())
         spec = _resolve(options)
         # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)

@@ -380,3 +380,30 @@ def test_split_bytes_sets_the_input_splits_as_the_min_parts_note_says(tmp_path, 
     assert len(_parsed_rows(out)) == 300
     assert main([*args, "--split_bytes", "0"]) == 2
     assert capsys.readouterr().err.endswith("error: --split_bytes must be at least 1, got 0\n")
+
+
+def test_the_log_file_is_kept_only_when_the_command_fails(tmp_path, capsys):
+    """Every run used to leave a 30 KB log in the temporary folder (410 after a day)."""
+    log = os.path.join(tempfile.gettempdir(), f"beam_tensorize-{os.getpid()}.log")
+    out = tmp_path / "out"
+    args = ["--input", SAMPLE_AVRO, "--config", AVRO2TF_CONFIG, "--output", str(out), "--quiet"]
+    assert main(args) == 0
+    assert not os.path.exists(log)
+    bad = tmp_path / "bad.avro"
+    bad.write_bytes(open(SAMPLE_AVRO, "rb").read()[:5000])  # cut inside the first block
+    assert main(["--input", str(bad), *args[2:], "--save_mode", "overwrite"]) == 1
+    assert f"(details: {log}, or rerun with --verbose)" in capsys.readouterr().err
+    assert os.path.getsize(log) > 0
+    os.remove(log)
+
+
+def test_version_and_hints_that_name_the_command_as_run(capsys, monkeypatch):
+    from beam_tensorize import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"beam_tensorize {__version__}\n"
+    assert main(["--versoin"]) == 2
+    assert "did you mean --version?" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["/usr/local/bin/beam-tensorize"])
+    assert main(["--num_shard", "2"]) == 2
+    assert capsys.readouterr().err.endswith("run 'beam-tensorize --help' for the flags\n")

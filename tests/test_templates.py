@@ -25,7 +25,8 @@ def metadata():
 def cli_options():
     parser = argparse.ArgumentParser()
     TensorizeOptions._add_argparse_args(parser)
-    return {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+    # --version prints and exits: no job parameter
+    return {a.dest: a for a in parser._actions if a.option_strings and a.dest not in ("help", "version")}
 
 
 def test_every_cli_flag_is_a_parameter_and_back(metadata, cli_options):
@@ -105,3 +106,12 @@ def test_build_script_prints_the_gcloud_commands():
         "--parameters input=gs://b/in/\\*.avro --parameters config=gs://b/c.json --parameters output=gs://b/out"
         in out
     )
+
+
+def test_a_failed_install_fails_the_image_build():
+    """`pip install . && pip check || true` let a failed install build an image anyway."""
+    text = open(os.path.join(os.path.dirname(__file__), "..", "templates", "Dockerfile")).read()
+    runs = [line for line in text.splitlines() if line.startswith("RUN ")]
+    install = next(line for line in runs if "pip install" in line)
+    assert install == "RUN pip install --no-cache-dir ." and "||" not in install
+    assert "RUN pip check || echo" in text
