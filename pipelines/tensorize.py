@@ -364,7 +364,8 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         if missing and not options.quiet:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             print(
-                f"note: {len(missing)} day folder(s) of the range do not exist and are skipped: {shown}",
+                f"note: {len(missing)} day folder(s) of the range hold no files (missing or empty) and are "
+                f"skipped: {shown}",
                 file=sys.stderr,
             )
     groups = []

@@ -243,11 +243,15 @@ def test_daily_inputs_by_date_or_days_range(tmp_path, capsys):
         (root / "daily" / day).mkdir(parents=True)
         shutil.copy(SAMPLE_AVRO, root / "daily" / day / "part-0.avro")
         (root / "daily" / day / "_SUCCESS").write_bytes(b"")
+    (root / "daily" / "2018" / "01" / "04").mkdir()  # an existing but empty day
     out = tmp_path / "out"
     args = ["--input-paths", str(root), "--config", SAMPLE_CONFIG, "--output", str(out)]
-    assert main([*args, "--input-date-range", "20180101-20180103", "--progress_interval", "60"]) == 0
+    assert main([*args, "--input-date-range", "20180101-20180104", "--progress_interval", "60"]) == 0
     err = capsys.readouterr().err
-    assert f"note: 1 day folder(s) of the range do not exist and are skipped: {root}/daily/2018/01/02" in err
+    assert (
+        f"note: 2 day folder(s) of the range hold no files (missing or empty) and are skipped: "
+        f"{root}/daily/2018/01/02, {root}/daily/2018/01/04"
+    ) in err
     document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
     assert document["data"]["trainingData"]["numRecords"] == 600
 
