@@ -851,3 +851,27 @@ def test_a_deleted_feature_list_is_refused_before_reading(tmp_path, capsys):
         "indexed its records with); restore it, or run train mode again\n",
     )
     assert not (out / "validationData").exists()
+
+
+def test_an_int_column_in_one_file_and_a_double_in_another_fails_naming_both(tmp_path, capsys):
+    """Read as one table the ids became doubles and every hashed id changed, exit 0."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"movieId": pa.array([1, 2], pa.int64())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"movieId": pa.array([3.0, 4.0], pa.float64())}), tmp_path / "b.parquet")
+    config = tmp_path / "config.json"
+    config.write_text('{"features": [{"inputFeatureInfo": {"columnExpr": "movieId", "transformConfig": '
+                      '{"hashInfo": {"hashBucketSize": 100}}}, "outputTensorInfo": {"name": "bucket", '
+                      '"dtype": "long", "shape": []}}]}')  # fmt: skip
+    out = tmp_path / "out"
+    code, err = _run(
+        capsys, "--input", str(tmp_path / "*.parquet"), "--config", str(config), "--output", str(out)
+    )
+    assert code == 1
+    assert (
+        f"column 'movieId' is int64 in {tmp_path}/a.parquet but double in {tmp_path}/b.parquet: read as one "
+        "table its integers would become floats (5 -> 5.0), which changes their text and so their hashes and "
+        "feature-list entries; write the column with one type in every file, or read the files in separate jobs"
+    ) in err
+    assert not (out / "trainingData").exists() and not (out / "_SUCCESS").exists()
