@@ -38,6 +38,7 @@ _LAZY = {
     "BuildVocab": "beam_tensorize.transforms",
     "ComputeStatistics": "beam_tensorize.transforms",
     "EmitMetadata": "beam_tensorize.transforms",
+    "CommitOutput": "beam_tensorize.transforms",
     "HashFeatures": "beam_tensorize.transforms",
     "LoadFeatureLists": "beam_tensorize.transforms",
     "EncodeExamples": "beam_tensorize.transforms",

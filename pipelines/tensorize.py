@@ -300,9 +300,7 @@ class TensorizeOptions(PipelineOptions):
             help="Seconds between progress lines (rows read and written, rows/s, elapsed time) on "
             "the DirectRunner (default 10).",
         )
-        parser.add_argument(
-            "--version", action="store_true", help="Print beam_tensorize's version and exit."
-        )
+        parser.add_argument("--version", action="store_true", help="Print beam_tensorize's version and exit.")
         parser.add_argument(
             "--batch_rows",
             type=int,

@@ -225,8 +225,8 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
         "Tensorize/ReadForFeatureLists/ReadSplits",
         "Tensorize/ExtractListTensors",
         "Tensorize/WriteTFRecord/WriteSplitFiles",
-        "Tensorize/MetadataInputs",
-        "Tensorize/Commit",  # data, metadata, feature lists and _SUCCESS in one transaction
+        "Tensorize/CommitOutput/MetadataInputs",
+        "Tensorize/CommitOutput/Commit",  # data, metadata, feature lists and _SUCCESS in one transaction
     ]:
         assert step in urns, step
     # Records are written where they are encoded: no shuffle of record data.

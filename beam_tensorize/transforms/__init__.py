@@ -1,5 +1,6 @@
 """Beam PTransforms over Arrow record batches (thin wrappers of `beam_tensorize.kernels`)."""
 
+from beam_tensorize.transforms.commit import CommitOutput
 from beam_tensorize.transforms.encode import DEAD_LETTERS, EXAMPLES, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
@@ -22,6 +23,7 @@ __all__ = [
     "ApplyFeatureLists",
     "BuildFeatureLists",
     "BuildVocab",
+    "CommitOutput",
     "ComputeStatistics",
     "EmitMetadata",
     "EncodeExamples",

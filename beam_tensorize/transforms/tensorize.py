@@ -19,25 +19,19 @@ from beam_tensorize.io.table import BATCHES, ReadTable
 from beam_tensorize.io.tfrecord import WriteTFRecord
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, merge_feature_lists
 from beam_tensorize.job.finish import (
-    BAD,
-    DEAD_LETTER_FOLDER,
-    GOOD,
     appending_to,
-    check_bad_records,
     commit_split,
-    dead_letter_json,
     extra_layouts,
     first_layouts,
-    ignoring_existing,
 )
 from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.job.transaction import staging_folder
 from beam_tensorize.kernels.features.extract import input_columns
-from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
 from beam_tensorize.kernels.serving_settings import input_schema_of, one_input_schema
 from beam_tensorize.kernels.shards import shuffle_rows
+from beam_tensorize.transforms.commit import CommitOutput, largest_integers
 from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
@@ -190,32 +184,27 @@ class Tensorize(beam.PTransform):
         )[BATCHES] | "ExtractListTensors" >> ExtractListTensors(spec.config)
         return batches, counted, unreadable
 
-    def _emit_metadata(self, lists, write_lists, extra_stored, maxima, input_schema) -> EmitMetadata:
-        """The metadata step of this job (with or without records)."""
+    def _lists_and_metadata_only(self, pipeline, batches, hashed, lists, extra_stored) -> TensorizeOutputs:
+        """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
         spec = self.spec
-        return EmitMetadata(
+        input_schema = (  # the input rows' schema, recorded for serving (`beam_tensorize.serving`)
+            batches
+            | "InputSchemas" >> beam.Map(input_schema_of)
+            | "OneInputSchema" >> beam.CombineGlobally(one_input_schema)
+        )
+        emit = EmitMetadata(
             spec.config,
             spec.output,
             spec.compression,
             feature_lists=lists,
-            write_feature_lists=write_lists,
+            write_feature_lists=spec.execution_mode == "train",
             extra_columns=extra_stored,
-            maxima=maxima,
+            maxima=largest_integers(hashed, spec),
             discard_unknown=spec.discard_unknown_entries,
             settings=spec.transform_settings,
             input_schema=input_schema,
         )
-
-    def _lists_and_metadata_only(
-        self, pipeline, hashed, lists, write_lists, extra_stored, input_schema
-    ) -> TensorizeOutputs:
-        """Avro2TF's --skip-conversion: the feature lists and the metadata, no records."""
-        spec = self.spec
-        maxima = _largest_integers(hashed, spec.config)
-        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).metadata_inputs(
-            pipeline
-        )
-        result = inputs | "Commit" >> beam.Map(
+        result = emit.metadata_inputs(pipeline) | "Commit" >> beam.Map(
             lambda metadata_inputs: commit_split(spec, uuid.uuid4().hex, None, None, metadata_inputs)
         )
         nothing = pipeline | "NoDeadLetters" >> beam.Create([])
@@ -247,12 +236,6 @@ class Tensorize(beam.PTransform):
             batches, counted, unreadable = self._read_inputs(pvalue)
         else:
             batches = pvalue
-        # The input rows' schema, recorded for serving (`beam_tensorize.serving`).
-        input_schema = (
-            batches
-            | "InputSchemas" >> beam.Map(input_schema_of)
-            | "OneInputSchema" >> beam.CombineGlobally(one_input_schema)
-        )
         extracted = batches | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
         # With a report, its statistics take what the hashing step hashed (each value hashed once).
         hashed = extracted | "HashFeatures" >> HashFeatures(config, distinct_hashes=spec.report != "none")
@@ -279,7 +262,6 @@ class Tensorize(beam.PTransform):
                 | "OutputFolder" >> beam.Create([out])
                 | "AppendingTo?" >> beam.Map(appending_to, split, spec.save_mode)
             )
-        write_lists = spec.execution_mode == "train"  # not when appending to train data (see commit_split)
         lists_from_output = False  # the lists are the output's: they must still be at the commit
         if spec.execution_mode == "train":
             counted = hashed if counted is None else counted
@@ -311,9 +293,7 @@ class Tensorize(beam.PTransform):
         else:
             lists = own
         if spec.skip_conversion:
-            return self._lists_and_metadata_only(
-                pipeline, hashed, lists, write_lists, extra_stored, input_schema
-            )
+            return self._lists_and_metadata_only(pipeline, batches, hashed, lists, extra_stored)
         encoded = (
             hashed
             | "ApplyFeatureLists"
@@ -322,33 +302,10 @@ class Tensorize(beam.PTransform):
             >> EncodeExamples(config, keep_columns=spec.folder_columns, output_format=spec.output_format)
         )
         split_dir = posixpath.join(out, split)
-        run = uuid.uuid4().hex  # names the staging folder of the metadata, lists and report
-        ignoring = (
-            pipeline
-            | "SplitFolder" >> beam.Create([split_dir])
-            | "IgnoreExisting?" >> beam.Map(ignoring_existing, spec.save_mode)
-        )
-        # One place sees every batch's row count and every bad record: it writes the dead
-        # letters (so they are there to inspect even when the check fails the job), then
-        # checks the bad-record ratio.
-        good_counts = encoded.examples | "CountGood" >> beam.Map(lambda b: (0, (GOOD, b.num_rows)))
+        run = uuid.uuid4().hex  # names the staging folder of the report (see CommitOutput)
         dead_letters = encoded.dead_letters
         if unreadable is not None:
             dead_letters = (unreadable, dead_letters) | "AllDeadLetters" >> beam.Flatten()
-        bad_lines = dead_letters | "DeadLetterJson" >> beam.Map(lambda d: (0, (BAD, dead_letter_json(d))))
-        nothing = pipeline | "NoRecordsYet" >> beam.Create([(0, (GOOD, 0))])  # also for empty input
-        counts = (
-            (good_counts, bad_lines, nothing)
-            | "AllCounts" >> beam.Flatten()
-            | "GatherCounts" >> beam.GroupByKey()
-            | "CheckBadRecords"
-            >> beam.Map(
-                check_bad_records,
-                posixpath.join(out, DEAD_LETTER_FOLDER, split),
-                spec.max_bad_records_ratio,
-                beam.pvalue.AsSingleton(ignoring),
-            )
-        )
         writer_options = dict(
             num_shards=spec.num_shards,
             max_records_per_file=spec.max_records_per_file,
@@ -377,11 +334,7 @@ class Tensorize(beam.PTransform):
                 spec.dedup_block_size, spec.dedup_user_cols
             )
         pending = examples | writer
-        maxima = _largest_integers(hashed, config) if spec.execution_mode == "train" else None
-        inputs = self._emit_metadata(lists, write_lists, extra_stored, maxima, input_schema).metadata_inputs(
-            pipeline, lists_from_output
-        )
-        report = ()
+        after = ()
         if spec.report != "none":
             # The statistics of the extracted batches (before hashing and feature lists); the
             # report is staged before the commit, which moves it into place with the rest.
@@ -397,31 +350,20 @@ class Tensorize(beam.PTransform):
                 spec.drift_threshold,
                 staging_folder(out, run),
             )
-            report = (beam.pvalue.AsList(written_report),)
-        result = pending | "Commit" >> beam.Map(
-            _commit_split,
+            after = (beam.pvalue.AsList(written_report),)
+        result = pending | "CommitOutput" >> CommitOutput(
             spec,
-            run,
-            beam.pvalue.AsSingleton(counts),
-            beam.pvalue.AsSingleton(inputs),
-            *report,
+            feature_lists=lists,
+            dead_letters=dead_letters,
+            examples=encoded.examples,
+            input_batches=batches,
+            tensor_batches=hashed,
+            extra_layouts=extra_stored,
+            lists_from_output=lists_from_output,
+            run=run,
+            after=after,
         )
         return TensorizeOutputs(result=result, dead_letters=dead_letters)
-
-
-def _commit_split(pending, spec: TensorizeSpec, run: str, counts: dict, inputs, *_after) -> dict:
-    """`commit_split` once the report is staged (`_after`: side inputs that only order it)."""
-    return commit_split(spec, run, pending, counts, inputs)
-
-
-def _largest_integers(hashed, config: TensorizeConfig):
-    """A PCollection of one dict: the largest value of each integer tensor in the data (their
-    `numUniqueValues`, Avro2TF's rule; train mode)."""
-    return (
-        hashed
-        | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(config.tensors))
-        | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
-    )
 
 
 class _CountingRead(ReadTable):
