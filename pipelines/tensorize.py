@@ -671,7 +671,7 @@ def _main(argv: Sequence[str] | None) -> int:
         lock = contextlib.nullcontext() if dry_run else RunLock(spec.output)
         with lock, _worker_output_to(log_path, worker_processes and not verbose) as console:
             reporter = ProgressReporter(progress_dir, _ProgressLine(), options.progress_interval, console)
-            with reporter if not options.quiet else contextlib.nullcontext():
+            with reporter if not (options.quiet or dry_run) else contextlib.nullcontext():
                 result = pipeline.run()
                 if pipeline_options.view_as(TestOptions).dry_run:
                     runner = _runner_name(pipeline_options)
@@ -734,6 +734,7 @@ class _ProgressLine:
 
     def __call__(self, totals: dict[str, int], elapsed: float) -> str:
         read, written = totals.get(metrics.ROWS_READ, 0), totals.get(metrics.EXAMPLES_WRITTEN, 0)
+        written = min(written, read)  # the counters' files are written at different moments
         counted = totals.get(metrics.ROWS_COUNTED, 0)
         clock = datetime.timedelta(seconds=round(elapsed))
         if not read:
@@ -745,7 +746,12 @@ class _ProgressLine:
             if self._writing_since is None:
                 self._writing_since = (elapsed, read)
             since, rows_then = self._writing_since
-            rate = format_rate(read - rows_then, elapsed - since) if elapsed > since else "n/a rows/s"
+            # the first line of the second pass: the rate of the whole job so far
+            rate = (
+                format_rate(read - rows_then, elapsed - since)
+                if elapsed > since
+                else format_rate(read, elapsed)
+            )
         return f"progress: {read:,} rows read, {written:,} written ({rate}), {clock} elapsed"
 
 

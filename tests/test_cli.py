@@ -407,3 +407,18 @@ def test_version_and_hints_that_name_the_command_as_run(capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["/usr/local/bin/beam-tensorize"])
     assert main(["--num_shard", "2"]) == 2
     assert capsys.readouterr().err.endswith("run 'beam-tensorize --help' for the flags\n")
+
+
+def test_progress_lines_never_show_more_written_than_read_nor_a_missing_rate():
+    from beam_tensorize import metrics
+    from pipelines.tensorize import _ProgressLine
+
+    line = _ProgressLine()
+    assert line({metrics.ROWS_COUNTED: 1000}, 2.0) == (
+        "progress: counting feature-list entries: 1,000 rows read (500 rows/s), 0:00:02 elapsed"
+    )
+    # the first line of the second pass: the job's rate so far, not "n/a"; written <= read
+    first = {metrics.ROWS_COUNTED: 1000, metrics.ROWS_READ: 400, metrics.EXAMPLES_WRITTEN: 450}
+    assert line(first, 4.0) == "progress: 400 rows read, 400 written (100 rows/s), 0:00:04 elapsed"
+    later = {metrics.ROWS_COUNTED: 1000, metrics.ROWS_READ: 1000, metrics.EXAMPLES_WRITTEN: 900}
+    assert line(later, 6.0) == "progress: 1,000 rows read, 900 written (300 rows/s), 0:00:06 elapsed"
