@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -278,6 +280,7 @@ def test_metadata_for_hashed_and_listed_tensors():
         "size": 2,
         "unknownId": 2,
         "entries": "string",
+        "sha256": hashlib.sha256(b"x\ny\n").hexdigest(),  # of the list file, checked when it is read
     }
     # Vectors of N entries (Avro2TF): N ends the shape, numUniqueValues is null.
     assert sparse["parse"]["size"] == 2 and sparse["numUniqueValues"] is None

@@ -115,14 +115,17 @@ def unified_schema(
     return unify_file_schemas(sorted(schemas.items()), columns) if schemas else None
 
 
-def conform_to(batch: pa.RecordBatch, schema: pa.Schema | None, path: str) -> pa.RecordBatch:
-    """`batch` with its columns in the types of the input's unified `schema` (columns the
-    schema does not name, e.g. a folder's partition columns, and the tags are kept)."""
+def conform_to(
+    batch: pa.RecordBatch, schema: pa.Schema | None, path: str, requested: Sequence[str] = ()
+) -> pa.RecordBatch:
+    """`batch` with its columns in the types and order of the input's unified `schema` (columns
+    the schema does not name, e.g. a folder's partition columns, and the tags are kept). A
+    `requested` column the file lacks (an Avro file written before the field was added) is its
+    default, as Avro readers give it."""
     if schema is None or batch.schema.equals(schema, check_metadata=False):
         return batch
-    absent = [f for f in schema if f.name not in batch.schema.names]
-    if absent:  # an Avro file written before the field was added: its default (Avro's rule)
-        for field in absent:
+    for field in schema:
+        if field.name not in batch.schema.names and field.name in requested:
             batch = batch.append_column(field, default_column(field, batch.num_rows, path))
     order = [n for n in schema.names if n in batch.schema.names]  # every file's batches in the
     order += [n for n in batch.schema.names if n not in schema.names]  # unified order
@@ -162,15 +165,18 @@ def read_split_batches(
         columns = chosen[split.path]
         if not columns:
             return
-    elif columns is not None and fmt.name == "avro" and schema is not None:
+    requested: list[str] = []  # the requested columns the file lacks: their defaults
+    if columns is not None and not callable(columns) and fmt.name == "avro" and schema is not None:
         chosen = {} if chosen is None else chosen
         if split.path not in chosen:  # the columns this file has (the others: their defaults)
             with open_file(split.path) as f:
                 chosen[split.path] = list(present_columns(fmt, f, split.path, columns))
+        requested = [c.split(".")[0] for c in columns if c not in chosen[split.path]]
+        requested = [schema.field(n).name for n in requested if n in schema.names]
         columns = chosen[split.path]
     with open_file(split.path) as f:
         for item in fmt.read_split(f, split, columns, batch_rows):
             if isinstance(item, dict):
                 yield item
             else:
-                yield with_split(conform_to(item, schema, split.path), split.path, split.start)
+                yield with_split(conform_to(item, schema, split.path, requested), split.path, split.start)
