@@ -233,7 +233,10 @@ def test_an_input_pattern_that_matches_nothing_is_an_error(tmp_path, capsys):
     code, err = _run(
         capsys, "--input", str(tmp_path / "none-*.avro"), "--config", SAMPLE_CONFIG, "--output", str(out)
     )
-    assert (code, err) == (2, f"error: no input file matches the input pattern '{tmp_path / 'none-*.avro'}'\n")
+    assert (code, err) == (
+        2,
+        f"error: no input file matches the input pattern '{tmp_path / 'none-*.avro'}'\n",
+    )
     assert not out.exists()  # found out before anything is read or written
 
 

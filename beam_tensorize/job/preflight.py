@@ -25,7 +25,7 @@ from beam_tensorize.job.files import FileSystems, create_file, list_files, match
 from beam_tensorize.job.finish import DEAD_LETTER_FOLDER, SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.spec import TensorizeSpec
-from beam_tensorize.job.transaction import recover
+from beam_tensorize.job.transaction import recover, refuse_link
 from beam_tensorize.kernels.metadata import config_differences, config_fingerprint
 
 __all__ = [
@@ -159,12 +159,7 @@ def check_output_place(spec: TensorizeSpec) -> None:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != TEMP_FOLDER)
         for name in sorted(dirs + files):
-            path = os.path.join(folder, name)
-            if os.path.islink(path):
-                raise ValueError(
-                    f"{path} is a symbolic link (to {os.readlink(path)}): a commit replaces files only "
-                    "inside the output folder; replace the link with a folder, or choose another output"
-                )
+            refuse_link(os.path.join(folder, name))
 
 
 def check_feature_lists(spec: TensorizeSpec) -> None:

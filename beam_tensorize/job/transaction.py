@@ -56,6 +56,7 @@ __all__ = [
     "CommitConflict",
     "Transaction",
     "recover",
+    "refuse_link",
     "staging_folder",
 ]
 
@@ -408,11 +409,17 @@ def _check_no_link(output: str, path: str) -> None:
     current = output
     for part in relative.split("/"):
         current = os.path.join(current, part)
-        if os.path.islink(current):
-            raise ValueError(
-                f"{current} is a symbolic link (to {os.readlink(current)}): a commit replaces files "
-                "only inside the output folder; replace the link with a folder, or choose another output"
-            )
+        refuse_link(current)
+
+
+def refuse_link(path: str) -> None:
+    """Raise ValueError if the local `path` is a symbolic link: nothing is deleted or replaced
+    through one (it could lead out of the output)."""
+    if os.path.islink(path):
+        raise ValueError(
+            f"{path} is a symbolic link (to {os.readlink(path)}): a commit replaces files only inside "
+            "the output folder; replace the link with a folder, or choose another output"
+        )
 
 
 def _make_folder(folder: str) -> None:
