@@ -237,24 +237,27 @@ class Transaction:
 
     def __exit__(self, kind, error, trace) -> None:
         if kind is not None or self._aborted:
-            _delete_quietly(self._cleanup)
-            for folder in _temporary_folders(self._cleanup):
-                _remove_empty(folder)
-            self._lock.release()
+            self._discard()
             return
         try:
             journal = self._journal()
             _check_places(self.output, _absolute(self.output, journal))
             write_text_atomically(posixpath.join(self.output, JOURNAL_FILE), json.dumps(journal, indent=1))
         except BaseException:
-            _delete_quietly([posixpath.dirname(self.stage)])
-            self._lock.release()
+            self._discard()
             raise
         try:
             _reached("journal")
             _roll_forward(self.output, journal)
         finally:  # after the commit point a failure is finished by the next reader or run
             self._lock.release()
+
+    def _discard(self) -> None:
+        """Before the commit point: remove this run's temporary files; the output is as it was."""
+        _delete_quietly(self._cleanup)
+        for folder in _temporary_folders(self._cleanup):
+            _remove_empty(folder)
+        self._lock.release()
 
     def _relative(self, path: str) -> str:
         prefix = self.output + "/"
