@@ -13,8 +13,8 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize.io.avro import WriteAvro
 from beam_tensorize.io.read_tfrecord import ReadTFRecord
 from beam_tensorize.io.tfrecord import WriteTFRecord
-from beam_tensorize.job.commit import SUCCESS_FILE
-from beam_tensorize.job.files import write_text_atomically
+from beam_tensorize.job.commit import SUCCESS_FILE, PendingFiles, commit_files
+from beam_tensorize.job.transaction import Transaction
 from beam_tensorize.kernels.metadata import METADATA_FILE, metadata_json
 from beam_tensorize.kernels.provenance import source_of, with_source
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingPlan, RankingSettings
@@ -109,10 +109,8 @@ class PrepRankingData(beam.PTransform):
                 record_type="ByteArray",
                 record_column="record",
             )
-        written = records | "WriteRecords" >> sink
-        return written | "WriteMetadata" >> beam.Map(
-            _write_metadata, plan, self._output, self._split, self._format
-        )
+        pending = records | "WriteRecords" >> sink.without_commit()
+        return pending | "Commit" >> beam.Map(_commit, plan, self._output, self._split, self._format)
 
 
 def _rows_by_group(batch: pa.RecordBatch, plan: RankingPlan) -> Iterable[tuple]:
@@ -138,20 +136,28 @@ def _ranking_record(grouped: tuple, plan: RankingPlan, record_format: str) -> pa
     return with_source(batch, path, offset + index, unit="row")
 
 
-def _write_metadata(
-    written: dict, plan: RankingPlan, output_dir: str, split: str, record_format: str
+def _commit(
+    pending: PendingFiles, plan: RankingPlan, output_dir: str, split: str, record_format: str
 ) -> dict:
-    document = plan.output_metadata(record_format)
-    document["data"] = {
-        split: {
-            "files": written["files"],
-            "numRecords": written["numRecords"],
-            "format": "avro" if record_format == "avro" else "tfrecord",
+    """The records, the metadata and `_SUCCESS` in one transaction (see
+    `beam_tensorize.job.transaction`): a killed run leaves the earlier output whole."""
+    with Transaction(output_dir) as txn:
+        written = commit_files(pending.written, pending.plan, pending.checked, txn=txn)
+        if written["skipped"]:
+            txn.abort()
+            return written
+        document = plan.output_metadata(record_format)
+        document["data"] = {
+            split: {
+                "files": written["files"],
+                "numRecords": written["numRecords"],
+                "format": "avro" if record_format == "avro" else "tfrecord",
+            }
         }
-    }
-    write_text_atomically(posixpath.join(output_dir, METADATA_FILE), metadata_json(document))
-    write_text_atomically(
-        posixpath.join(output_dir, "metadata", "content_feature_list"), "\n".join(document["contentFeatures"])
-    )
-    write_text_atomically(posixpath.join(output_dir, SUCCESS_FILE), "")  # last: the output is complete
+        txn.write_text(posixpath.join(output_dir, METADATA_FILE), metadata_json(document))
+        txn.write_text(
+            posixpath.join(output_dir, "metadata", "content_feature_list"),
+            "\n".join(document["contentFeatures"]),
+        )
+        txn.mark(posixpath.join(output_dir, SUCCESS_FILE))  # last: the output is complete
     return {**written, "metadata": posixpath.join(output_dir, METADATA_FILE)}
