@@ -11,6 +11,7 @@ A mistake gives one line (`error: ...`) and exit code 2.
 from __future__ import annotations
 
 import argparse
+import posixpath
 import sys
 from collections.abc import Sequence
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--save_mode", default="error", help="As the tensorize job's (error, overwrite, ...)."
     )
+    parser.add_argument("--quiet", action="store_true", help="Print nothing but errors.")
     return parser
 
 
@@ -103,7 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - any failure of the job ends the command the same way
         print(f"error: the job failed: {str(err).strip().splitlines()[-1]}", file=sys.stderr)
         return 1
+    if not options.quiet:
+        print(_summary(options.output, split, settings, options.record_format))
     return 0
+
+
+def _summary(output: str, split: str, settings: RankingSettings, record_format: str) -> str:
+    """What the job wrote, as the tensorize command says it."""
+    data = (read_metadata(output) or {}).get("data", {}).get(split, {})
+    files = ", ".join(posixpath.join(split, f) for f in data.get("files", [])) or "none"
+    return "\n".join([
+        f"Ranking data written to {output}",
+        f"  groups:        {data.get('numRecords', 'n/a')} (by {', '.join(settings.group_ids)}, at most "
+        f"{settings.max_size} documents each, {record_format} records)",
+        f"  files:         {files}",
+        f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":

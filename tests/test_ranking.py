@@ -229,3 +229,25 @@ def test_avro_records_keep_lists_of_lists_and_sparse_records(tensorized):
         assert record["termVector"]["indices0"] == [p for p, r in enumerate(docs) for _ in r["terms"]]
     document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
     assert document["data"]["trainingData"]["format"] == "avro" and document["recordType"] == "Avro"
+
+
+def test_the_readme_example_runs_on_the_bundled_sample_and_prints_a_summary(tmp_path, capsys, monkeypatch):
+    """README's ranking command, as written, after the Quick start's first command."""
+    import re as _re
+
+    from pipelines.tensorize import main as tensorize
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    block = _re.search(r"# after the Quick start's first command.*?\n(.*?)\n```", readme, _re.S).group(1)
+    args = block.replace("\\\n", " ").split()[3:]  # after `.venv/bin/python -m pipelines.prep_ranking`
+    monkeypatch.chdir(tmp_path)
+    assert tensorize(["--quiet"]) == 0
+    capsys.readouterr()
+    assert prep_ranking(args) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "Ranking data written to ranking_output",
+        "  groups:        275 (by movieId, at most 10 documents each, example records)",
+        "  files:         trainingData/part-00000-of-00001.tfrecord",
+        "  metadata:      ranking_output/metadata/tensor_metadata.json",
+    ]
