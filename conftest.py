@@ -38,3 +38,20 @@ def _direct_runner_in_process():
     switching.run_pipeline = run_pipeline
     yield
     switching.run_pipeline = run_as_beam_does
+
+
+#: Test modules that run many whole jobs, a Spark session, other runners or a browser.
+_SLOW_MODULES = ("test_commit_protocol.py", "test_report_browser.py", "test_scale.py", "test_spark.py",
+                 "test_spark_session.py", "test_runners.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    """`slow`: the tests of `_SLOW_MODULES` and those marked `spark` or `runners`, so that
+    `pytest -m "not slow"` is a quick run (README)."""
+    for item in items:
+        if (
+            item.path.name in _SLOW_MODULES
+            or item.get_closest_marker("spark")
+            or item.get_closest_marker("runners")
+        ):
+            item.add_marker(pytest.mark.slow)
