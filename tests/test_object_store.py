@@ -156,3 +156,38 @@ def test_the_serving_preprocessor_reads_an_output_on_s3(s3, monkeypatch):
     with open(SAMPLE_AVRO, "rb") as f:
         records = list(fastavro.reader(f))
     assert Preprocessor.from_output(out).serialize(records) == written
+
+
+def test_the_commit_lock_on_s3_is_a_conditional_put(s3):
+    """Two runs committing into one S3 output: the lock object is created only if absent
+    (`If-None-Match: *`, Beam's S3 client as configured by the job's flags), so the second
+    waits until the first is done; a lock older than the stale age is taken over."""
+    import json
+
+    from beam_tensorize.job import transaction
+    from beam_tensorize.job.files import create_if_absent
+
+    out = f"s3://{BUCKET}/locked"
+    assert create_if_absent(f"{out}/probe", b"1") is True
+    assert create_if_absent(f"{out}/probe", b"2") is False
+    first, second = transaction._Lock(out, "first"), transaction._Lock(out, "second")
+    first.acquire()
+    assert (
+        json.loads(s3["client"].get_object(Bucket=BUCKET, Key="locked/_commit.lock")["Body"].read())["run"]
+        == "first"
+    )
+    with pytest.raises(transaction.CommitConflict, match=f"another run has been committing to {out}"):
+        second.acquire(wait=0.3)
+    first.release()
+    second.acquire(wait=5)
+    second.release()
+    stale = json.dumps({"run": "dead", "started": 0}).encode()  # a run that died holding it
+    assert create_if_absent(f"{out}/{transaction.LOCK_FILE}", stale) is True
+    third = transaction._Lock(out, "third")
+    third.acquire(wait=5)
+    body = s3["client"].get_object(Bucket=BUCKET, Key="locked/_commit.lock")["Body"].read()
+    assert json.loads(body)["run"] == "third"
+    third.release()
+    assert "locked/_commit.lock" not in [
+        o["Key"] for o in s3["client"].list_objects_v2(Bucket=BUCKET).get("Contents", [])
+    ]

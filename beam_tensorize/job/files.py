@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 __all__ = [
     "FileSystems",
+    "create_if_absent",
     "create_file",
     "list_files",
     "new_file",
@@ -302,6 +303,50 @@ def write_text_atomically(path: str, text: str) -> None:
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([temp], [path])
+
+
+def create_if_absent(path: str, data: bytes) -> bool | None:
+    """Create `path` holding `data` only if nothing is there, atomically (a lock's primitive):
+    True created, False it exists. Local files: `O_EXCL`; S3: a conditional put
+    (`If-None-Match: *`) through Beam's S3 client; None for stores without one here (GCS, HDFS).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "lock")
+        >>> create_if_absent(path, b"a"), create_if_absent(path, b"b"), open(path).read()
+        (True, False, 'a')
+    """
+    if _is_local(path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return True
+    if path.startswith("s3://"):
+        return _s3_create_if_absent(path, data)
+    return None
+
+
+def _s3_create_if_absent(path: str, data: bytes) -> bool:
+    # Beam's S3 file system holds the job's S3 options (endpoint, credentials); its boto3
+    # client is `S3IO(options).client.client` (checked by tests/test_object_store.py).
+    from apache_beam.io.aws import s3io
+    from botocore.exceptions import ClientError
+
+    options = FileSystems._beam().get_filesystem(path)._options
+    bucket, _, key = path[len("s3://") :].partition("/")
+    try:
+        s3io.S3IO(options=options).client.client.put_object(
+            Bucket=bucket, Key=key, Body=data, IfNoneMatch="*"
+        )
+    except ClientError as err:
+        if err.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+            return False
+        raise
+    return True
 
 
 def read_text(path: str) -> str | None:

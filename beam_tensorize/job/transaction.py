@@ -22,7 +22,8 @@ first. Every step of the roll forward may run again: a staged file is moved only
 there, so a reader sees the whole old output or the whole new one, never a mix.
 
 On local folders the lock is `flock`, released by the kernel when its process dies; on object
-stores (`gs://`, `s3://`) it is a lock object, taken over when older than `STALE_LOCK_SECONDS`
+stores it is a lock object created only if absent (S3: a conditional put; GCS here: written and
+read back, which leaves a narrow window), taken over when older than `STALE_LOCK_SECONDS`
 (those stores offer no lock that dies with its process).
 
 Example:
@@ -47,7 +48,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 
-from beam_tensorize.job.files import FileSystems, create_file, list_files, read_text, write_text_atomically
+from beam_tensorize.job.files import (
+    FileSystems,
+    create_file,
+    create_if_absent,
+    list_files,
+    read_text,
+    write_text_atomically,
+)
 
 __all__ = [
     "COMMIT_STEPS",
@@ -138,6 +146,10 @@ class _Lock:
                 return False
             self._fd = fd
             return True
+        mine = json.dumps({"run": self.run, "started": time.time()})
+        created = create_if_absent(self.path, mine.encode())
+        if created:
+            return True
         body = read_text(self.path)
         if body is not None:
             try:
@@ -147,8 +159,13 @@ class _Lock:
             if time.time() - started < STALE_LOCK_SECONDS:
                 return False
             _LOGGER.warning("Taking over the commit lock %s of a run that stopped", self.path)
-        write_text_atomically(self.path, json.dumps({"run": self.run, "started": time.time()}))
-        body = read_text(self.path)  # another run writing at the same moment: the last one wins
+            if created is False:  # the store creates exclusively: remove the dead lock, try again
+                _delete_quietly([self.path])
+                return bool(create_if_absent(self.path, mine.encode()))
+        # a store without an exclusive create (GCS, HDFS here): write, then read back; two runs
+        # writing at the same moment both find their own lock only in a narrow window
+        write_text_atomically(self.path, mine)
+        body = read_text(self.path)
         return body is not None and json.loads(body).get("run") == self.run
 
     def release(self) -> None:
