@@ -111,3 +111,33 @@ def test_the_keras_example_trains_on_an_output(output, tmp_path, fmt):
         example.inputs(str(output), shuffle_buffer=300, seed=1, repeat=None), steps_per_epoch=60, verbose=0
     )
     assert model.evaluate(data, verbose=0) < 0.5 * before
+
+
+def test_reading_sparse_tensors_logs_no_deprecation_of_tfs_own_ops(output, monkeypatch):
+    """Parsing a tf.io.SparseFeature calls TF's deprecated sparse_merge, which logged a
+    deprecation warning on every make_dataset (beam_tensorize.tf._compat silences it)."""
+    import logging
+
+    from tensorflow.python.util import deprecation
+
+    monkeypatch.setattr(deprecation, "_PRINTED_WARNING", {})  # TF warns once per process
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger = logging.getLogger("tensorflow")
+    logger.addHandler(handler)
+    try:
+        sparse = [
+            n
+            for n, v in next(iter(make_dataset(str(output), batch_size=100, labels=False))).items()
+            if isinstance(v, tf.SparseTensor)
+        ]
+        assert sparse  # the sample has sparse tensors: the case that logged
+        tf.io.parse_example(tf.constant([b""]), {"x": tf.io.SparseFeature("i", "v", tf.float32, 3)})
+        assert any("sparse_merge" in m for m in seen)  # TF's own call logs it, so the check can fail
+        seen.clear()
+        monkeypatch.setattr(deprecation, "_PRINTED_WARNING", {})
+        next(iter(make_dataset(str(output), batch_size=100)))
+    finally:
+        logger.removeHandler(handler)
+    assert not [m for m in seen if "deprecated" in m]

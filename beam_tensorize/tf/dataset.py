@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import tensorflow as tf
 
 from beam_tensorize.job.transaction import recover
+from beam_tensorize.tf._compat import parse_example
 
 __all__ = ["committed_split", "load_metadata", "make_dataset", "parse_spec"]
 
@@ -193,7 +194,7 @@ def make_dataset(
         record_spec = {k: v for k, v in spec.items() if k not in partition_columns}
 
         def parse(records, values):
-            return {**tf.io.parse_example(records, record_spec), **values}
+            return {**parse_example(records, record_spec), **values}
     else:
         paths = tf.data.Dataset.from_tensor_slices(files if files else tf.constant([], tf.string))
         if shuffle_files:
@@ -206,7 +207,7 @@ def make_dataset(
         )
 
         def parse(records):
-            return tf.io.parse_example(records, spec)
+            return parse_example(records, spec)
 
     if num_shards is not None and not by_file:
         dataset = dataset.shard(num_shards, shard_index)
