@@ -225,7 +225,8 @@ def _check_same_lists(spec: TensorizeSpec, inputs: MetadataInputs, previous: dic
     out = spec.output
     appending_train = spec.save_mode == "append" and spec.execution_mode == "train"
     changed = appending_train and (previous is not None) != inputs.lists_from_output
-    if not changed and inputs.lists_from_output:
+    if not changed and inputs.lists_from_output and spec.external_feature_lists is None:  # external
+        # lists override the output's own: they are not the output's to compare
         names = list(inputs.lists)
         now = read_feature_lists(
             [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
