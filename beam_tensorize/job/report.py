@@ -1,10 +1,10 @@
 """The run report's files: `<output>/report/<split>.json` and `<output>/report/<split>.html`.
 
-`write_report` runs as the last step before `_SUCCESS` (after the data and the metadata are
-committed): it completes the statistics document (split, execution mode, drift against the
-train report of the same output, timings), then writes the page and the JSON, each under a
-temporary name renamed into place. A run that fails earlier writes neither, and leaves the
-report of an earlier run as it was. See docs/report.md for the document.
+`write_report` runs before the commit: it completes the statistics document (split, execution
+mode, drift against the train report of the same output, timings), then writes the page and
+the JSON into the run's staging folder (`target`), which the commit moves into place with the
+data and the metadata (`beam_tensorize.job.transaction`). A run that fails writes neither, and
+leaves the report of an earlier run as it was. See docs/report.md for the document.
 
 The page is drawn with matplotlib, whose import and first figure cost about a second. A job
 that writes one calls `start_page_renderer` when it starts: a child process imports matplotlib
