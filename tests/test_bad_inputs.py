@@ -877,3 +877,35 @@ def test_an_int_column_in_one_file_and_a_double_in_another_fails_naming_both(tmp
         "feature-list entries; write the column with one type in every file, or read the files in separate jobs"
     ) in err
     assert not (out / "trainingData").exists() and not (out / "_SUCCESS").exists()
+
+
+def test_a_union_column_that_cannot_convert_is_named_with_its_members(tmp_path, capsys):
+    """An Avro union of string and long read as a string tensor used to fail with Arrow's
+    'Unsupported cast from struct<member0: string, member1: int64> to utf8', naming nothing."""
+    import json
+
+    import fastavro
+
+    schema = {"type": "record", "name": "R", "fields": [{"name": "u", "type": ["null", "string", "long"]}]}
+    data = tmp_path / "union.avro"
+    with open(data, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), [{"u": "a"}, {"u": 5}])
+    config = tmp_path / "config.json"
+    tensor = {
+        "inputFeatureInfo": {"columnExpr": "u"},
+        "outputTensorInfo": {"name": "text", "dtype": "string", "shape": []},
+    }
+    config.write_text(json.dumps({"features": [tensor]}))
+    out = tmp_path / "out"
+    code, err = _run(capsys, "--input", str(data), "--config", str(config), "--output", str(out))
+    assert code == 1
+    assert (
+        "tensor 'text': dtype string cannot take struct<member0: string, member1: int64> input; it is an "
+        "Avro union of several types (member0: string, member1: int64): pick one in the columnExpr "
+        "(`<column>.member0`, ...)"
+    ) in err
+    assert not (out / "_SUCCESS").exists()
+    tensor["inputFeatureInfo"]["columnExpr"] = "u.member0"  # as the message says
+    config.write_text(json.dumps({"features": [tensor]}))
+    assert _run(capsys, "--input", str(data), "--config", str(config), "--output", str(out), "--quiet",
+                "--max_bad_records_ratio", "1")[0] == 0  # fmt: skip

@@ -350,7 +350,20 @@ def _convert_values(
                 raise FeatureDataError(
                     f"tensor {name!r}: dtype bytes needs binary or string input, got {source}"
                 )
-            values = cast_like_spark(values, "string")
+            try:
+                values = cast_like_spark(values, "string")
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
+                union = pa.types.is_struct(source) and source.num_fields and source.field(0).name == "member0"
+                members = ", ".join(f"{f.name}: {f.type}" for f in source) if union else ""
+                hint = (
+                    f"it is an Avro union of several types ({members}): pick one in the columnExpr "
+                    "(`<column>.member0`, ...)"
+                    if union
+                    else f"{err}"
+                )
+                raise FeatureDataError(
+                    f"tensor {name!r}: dtype {layout.dtype} cannot take {source} input; {hint}"
+                ) from None
         return values.cast(pa.large_binary())
     if pa.types.is_string(source) or pa.types.is_large_string(source) or pa.types.is_binary(source):
         raise FeatureDataError(
