@@ -59,7 +59,7 @@ def check_output_writable(output: str, timeout: float = PROBE_TIMEOUT) -> None:
         FileSystems.delete([probe])
         remove_empty_temporary(output)
 
-    finished, _, err = _within(timeout, write_and_delete)
+    finished, err = _within(timeout, write_and_delete)
     if not finished:
         raise OSError(
             f"cannot write to the output {output}: no answer within {timeout:g} s; check the "
@@ -82,7 +82,7 @@ def check_inputs_found(patterns, timeout: float | None = None) -> None:
     """
     timeout = PROBE_TIMEOUT if timeout is None else timeout
     for pattern in patterns:
-        finished, _, err = _within(timeout, match_files, pattern, note=False)
+        finished, err = _within(timeout, match_files, pattern, note=False)
         remote = "://" in pattern and not pattern.startswith("file://")
         if not finished:
             raise OSError(
@@ -98,23 +98,22 @@ def check_inputs_found(patterns, timeout: float | None = None) -> None:
             raise err
 
 
-def _within(timeout: float, function, *args, **kwargs) -> tuple[bool, object, BaseException | None]:
-    """(finished in time, result, error) of `function(*args, **kwargs)` run in a daemon thread
-    (left behind when it does not finish)."""
-    outcome: list = []
+def _within(timeout: float, function, *args, **kwargs) -> tuple[bool, BaseException | None]:
+    """(finished in time, its error or None) of `function(*args, **kwargs)` run in a daemon
+    thread (left behind when it does not finish)."""
+    errors: list[BaseException | None] = []
 
     def run() -> None:
         try:
-            outcome.append((function(*args, **kwargs), None))
+            function(*args, **kwargs)
+            errors.append(None)
         except BaseException as err:  # noqa: BLE001 - handed to the caller, whatever it is
-            outcome.append((None, err))
+            errors.append(err)
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
     worker.join(timeout)
-    if not outcome:
-        return False, None, None
-    return True, *outcome[0]
+    return (True, errors[0]) if errors else (False, None)
 
 
 def check_same_config(spec: TensorizeSpec) -> None:
