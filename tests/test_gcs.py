@@ -1,9 +1,10 @@
 """The TFRecord sink and source, and the whole CLI, on Google Cloud Storage — a real GCS JSON
-API served by `gcp-storage-emulator` on 127.0.0.1 (Beam's GCS file system connects to it
+API served by `gcp-storage-emulator` (with GCS's upload preconditions: tests/gcs_emulator.py) on 127.0.0.1 (Beam's GCS file system connects to it
 anonymously through `STORAGE_EMULATOR_HOST`)."""
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 
@@ -16,7 +17,7 @@ from beam_tensorize.io import ReadTFRecord, WriteTFRecord
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from pipelines.tensorize import main
 from tests.conftest import local_server
-from tests.test_object_store import assert_sample_layout
+from tests.test_object_store import assert_commit_lock_is_exclusive, assert_sample_layout
 from tests.test_tfrecord_io import _collected, _load
 
 BUCKET = "lake"
@@ -27,7 +28,7 @@ def gcs():
     """A GCS emulator on a free local port with one bucket; yields a function listing objects."""
     from apache_beam.internal.gcp import auth
 
-    emulator = ("gcp_storage_emulator", "start", "--host=127.0.0.1", "--port={port}", "--in-memory",
+    emulator = ("tests.gcs_emulator", "start", "--host=127.0.0.1", "--port={port}", "--in-memory",
                 f"--default-bucket={BUCKET}")  # fmt: skip
     with local_server(*emulator) as (port, _), pytest.MonkeyPatch.context() as patch:
         url = f"http://127.0.0.1:{port}"
@@ -115,3 +116,17 @@ def test_from_parquet_and_the_serving_preprocessor_read_gcs_through_pyarrow(gcs)
     with open(SAMPLE_AVRO, "rb") as f:
         records = list(fastavro.reader(f))
     assert Preprocessor.from_output(out).serialize(records) == written
+
+
+def test_the_commit_lock_on_gcs_is_a_generation_precondition(gcs):
+    """Two runs committing into one GCS output: the lock object is created only if absent
+    (`ifGenerationMatch=0` through Beam's GCS client), so the second waits until the first is
+    done; a dead run's lock is taken over by one run only (`ifGenerationMatch=<its generation>`).
+    (The emulator runs with GCS's precondition check added: tests/gcs_emulator.py.)"""
+    from beam_tensorize.job.files import read_versioned
+
+    def lock_run() -> str | None:
+        found = read_versioned(f"gs://{BUCKET}/locked/_commit.lock")
+        return None if found is None else json.loads(found[0])["run"]
+
+    assert_commit_lock_is_exclusive(f"gs://{BUCKET}/locked", lock_run)

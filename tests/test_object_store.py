@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import apache_beam as beam
@@ -161,33 +162,53 @@ def test_the_serving_preprocessor_reads_an_output_on_s3(s3, monkeypatch):
 def test_the_commit_lock_on_s3_is_a_conditional_put(s3):
     """Two runs committing into one S3 output: the lock object is created only if absent
     (`If-None-Match: *`, Beam's S3 client as configured by the job's flags), so the second
-    waits until the first is done; a lock older than the stale age is taken over."""
-    import json
+    waits until the first is done; a dead run's lock is taken over by one run only (`If-Match`)."""
 
+    def lock_run() -> str | None:
+        try:
+            body = s3["client"].get_object(Bucket=BUCKET, Key="locked/_commit.lock")["Body"].read()
+        except s3["client"].exceptions.NoSuchKey:
+            return None
+        return json.loads(body)["run"]
+
+    assert_commit_lock_is_exclusive(f"s3://{BUCKET}/locked", lock_run)
+
+
+def assert_commit_lock_is_exclusive(out: str, lock_run) -> None:
+    """The commit lock of object-store output `out` (`lock_run()`: the run its lock object
+    names, None when absent): exclusive create, waiting, and a stale lock taken over once."""
     from beam_tensorize.job import transaction
-    from beam_tensorize.job.files import create_if_absent
+    from beam_tensorize.job.files import create_if_absent, read_versioned, replace_if_unchanged
 
-    out = f"s3://{BUCKET}/locked"
     assert create_if_absent(f"{out}/probe", b"1") is True
     assert create_if_absent(f"{out}/probe", b"2") is False
+    body, version = read_versioned(f"{out}/probe")
+    assert body == b"1"
+    assert replace_if_unchanged(f"{out}/probe", b"3", version) is True
+    assert replace_if_unchanged(f"{out}/probe", b"4", version) is False  # changed since
+    assert read_versioned(f"{out}/probe")[0] == b"3"
+    assert read_versioned(f"{out}/absent") is None
+
     first, second = transaction._Lock(out, "first"), transaction._Lock(out, "second")
     first.acquire()
-    assert (
-        json.loads(s3["client"].get_object(Bucket=BUCKET, Key="locked/_commit.lock")["Body"].read())["run"]
-        == "first"
-    )
+    assert lock_run() == "first"
     with pytest.raises(transaction.CommitConflict, match=f"another run has been committing to {out}"):
         second.acquire(wait=0.3)
     first.release()
+    assert lock_run() is None
     second.acquire(wait=5)
     second.release()
+
     stale = json.dumps({"run": "dead", "started": 0}).encode()  # a run that died holding it
     assert create_if_absent(f"{out}/{transaction.LOCK_FILE}", stale) is True
-    third = transaction._Lock(out, "third")
+    third, fourth = transaction._Lock(out, "third"), transaction._Lock(out, "fourth")
+    found = read_versioned(f"{out}/{transaction.LOCK_FILE}")
     third.acquire(wait=5)
-    body = s3["client"].get_object(Bucket=BUCKET, Key="locked/_commit.lock")["Body"].read()
-    assert json.loads(body)["run"] == "third"
+    assert lock_run() == "third"
+    # a second run that found the same dead lock a moment earlier loses the take-over
+    assert replace_if_unchanged(f"{out}/{transaction.LOCK_FILE}", b"{}", found[1]) is False
+    with pytest.raises(transaction.CommitConflict):
+        fourth.acquire(wait=0.3)
+    assert lock_run() == "third"
     third.release()
-    assert "locked/_commit.lock" not in [
-        o["Key"] for o in s3["client"].list_objects_v2(Bucket=BUCKET).get("Contents", [])
-    ]
+    assert lock_run() is None

@@ -22,9 +22,10 @@ first. Every step of the roll forward may run again: a staged file is moved only
 there, so a reader sees the whole old output or the whole new one, never a mix.
 
 On local folders the lock is `flock`, released by the kernel when its process dies; on object
-stores it is a lock object created only if absent (S3: a conditional put; GCS here: written and
-read back, which leaves a narrow window), taken over when older than `STALE_LOCK_SECONDS`
-(those stores offer no lock that dies with its process).
+stores it is a lock object created only if absent (S3: a conditional put, `If-None-Match: *`;
+GCS: a generation precondition, `ifGenerationMatch=0`), taken over when older than
+`STALE_LOCK_SECONDS` by a write conditional on the dead lock's own version (ETag / generation),
+so of two runs taking it over one wins (those stores offer no lock that dies with its process).
 
 Example:
     >>> import os, tempfile
@@ -54,6 +55,8 @@ from beam_tensorize.job.files import (
     create_if_absent,
     list_files,
     read_text,
+    read_versioned,
+    replace_if_unchanged,
     write_text_atomically,
 )
 
@@ -146,27 +149,27 @@ class _Lock:
                 return False
             self._fd = fd
             return True
-        mine = json.dumps({"run": self.run, "started": time.time()})
-        created = create_if_absent(self.path, mine.encode())
-        if created:
-            return True
+        mine = json.dumps({"run": self.run, "started": time.time()}).encode()
+        created = create_if_absent(self.path, mine)
+        if created is not None:
+            return created or self._take_over_stale(mine)
+        # a store without conditional writes (HDFS): write, then read back; two runs writing at
+        # the same moment both find their own lock only in a narrow window
         body = read_text(self.path)
-        if body is not None:
-            try:
-                started = float(json.loads(body).get("started", 0))
-            except ValueError:
-                started = 0.0
-            if time.time() - started < STALE_LOCK_SECONDS:
-                return False
-            _LOGGER.warning("Taking over the commit lock %s of a run that stopped", self.path)
-            if created is False:  # the store creates exclusively: remove the dead lock, try again
-                _delete_quietly([self.path])
-                return bool(create_if_absent(self.path, mine.encode()))
-        # a store without an exclusive create (GCS, HDFS here): write, then read back; two runs
-        # writing at the same moment both find their own lock only in a narrow window
-        write_text_atomically(self.path, mine)
+        if body is not None and not _stale(body.encode()):
+            return False
+        write_text_atomically(self.path, mine.decode())
         body = read_text(self.path)
         return body is not None and json.loads(body).get("run") == self.run
+
+    def _take_over_stale(self, mine: bytes) -> bool:
+        """Replace a dead run's lock object, only if it is still the one found stale (two runs
+        taking it over at once: one wins)."""
+        found = read_versioned(self.path)
+        if found is None or not _stale(found[0]):
+            return False
+        _LOGGER.warning("Taking over the commit lock %s of a run that stopped", self.path)
+        return bool(replace_if_unchanged(self.path, mine, found[1]))
 
     def release(self) -> None:
         if self._fd is not None:
@@ -178,6 +181,15 @@ class _Lock:
             self._fd = None
         elif not _is_local(self.path):
             _delete_quietly([self.path])
+
+
+def _stale(lock_body: bytes) -> bool:
+    """Whether a lock object was written by a run that stopped (older than `STALE_LOCK_SECONDS`)."""
+    try:
+        started = float(json.loads(lock_body).get("started", 0))
+    except (ValueError, AttributeError):
+        started = 0.0
+    return time.time() - started >= STALE_LOCK_SECONDS
 
 
 class Transaction:
