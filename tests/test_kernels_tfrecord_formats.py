@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import gzip
 import io
 import zlib
@@ -299,13 +300,19 @@ def test_inference_rules_over_mixed_files():
     widened.observe(mixed)
     schema = widened.schema()
     assert schema == pa.schema([("e", pa.null()), ("n", pa.float32()), ("s", pa.string())])
-    assert decode_records(mixed, schema).to_pydict() == {
+    assert decode_records(mixed, schema, widened=True).to_pydict() == {
         "e": [None] * 4,
         "n": [1.0, 0.5, 2.0, None],
         "s": [None, None, "3", "x"],
     }
-    floats_as_text = decode_records(_records(f=[1.0]) + _records(f=[0.25]), pa.schema([("f", pa.string())]))
+    floats = _records(f=[1.0]) + _records(f=[0.25])
+    floats_as_text = decode_records(floats, pa.schema([("f", pa.string())]), widened=True)
     assert floats_as_text.column("f").to_pylist() == ["1.0", "0.25"]
+    # a given schema (not widened by inference) takes only its own kinds, as Spark-TFRecord
+    with pytest.raises(RecordError, match="record 0: feature 'n' holds int64 values; the schema says float"):
+        decode_records(mixed, schema)
+    with pytest.raises(RecordError, match="feature 'f' holds float values; the schema says string"):
+        decode_records(floats, pa.schema([("f", pa.string())]))
     with pytest.raises(RecordError, match="feature 'e' holds values, but the schema says null"):
         decode_records(_records(e=[[1]]), schema)
 
@@ -358,3 +365,19 @@ def test_a_feature_list_of_mixed_kinds_names_the_feature_the_kinds_and_the_recor
         "records: record 1: feature list 'steps' holds values of different kinds (int64_list and "
         "float_list); every step of a feature list must have one kind"
     )
+
+
+def test_floats_read_into_decimal_fields_round_ties_away_from_zero_as_spark_does():
+    """Spark stores a float in a decimal column with `ROUND_HALF_UP` (Spark-TFRecord's
+    "Serialize tfrecord example to spark internalRow": 2.5 into `decimal(10,0)` is 3); Arrow's
+    cast alone rounds ties to even (2)."""
+    records = _records(d=[2.5], ds=[[3.5, -2.5, 0.125]]) + _records(d=[-0.5], ds=[[1.0]])
+    schema = pa.schema([("d", pa.decimal128(10, 0)), ("ds", pa.list_(pa.decimal128(6, 2)))])
+    decoded = decode_records(records, schema).to_pydict()
+    assert decoded["d"] == [decimal.Decimal("3"), decimal.Decimal("-1")]
+    assert decoded["ds"] == [
+        [decimal.Decimal("3.50"), decimal.Decimal("-2.50"), decimal.Decimal("0.13")],
+        [decimal.Decimal("1.00")],
+    ]
+    whole = pa.schema([("ds", pa.list_(pa.decimal128(10, 0)))])
+    assert decode_records(records, whole).column("ds").to_pylist()[0] == [4, -3, 0]

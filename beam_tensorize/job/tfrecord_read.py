@@ -201,4 +201,5 @@ class TFRecordRead:
             verify_crc,
             dead_letters,
             batch_rows,
+            widened=schema is None,
         )

@@ -149,7 +149,9 @@ class TFRecordDataSource(DataSource):
 
     def schema(self) -> StructType:
         read, _ = self._reading()
-        return from_arrow_schema(read.schema)
+        # remembered so that the reader knows the schema was inferred (not given by the user)
+        self._inferred = from_arrow_schema(read.schema)
+        return self._inferred
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return _TFRecordReader(self, schema)
@@ -227,7 +229,10 @@ class _TFRecordFile(InputPartition):
 class _TFRecordReader(DataSourceReader):
     def __init__(self, source: TFRecordDataSource, schema: StructType):
         self._target = to_arrow_schema(schema, timezone="UTC")
-        read, self._reading = source._reading(self._target)
+        read, reading = source._reading(self._target)
+        # an inferred schema takes records of mixed kinds into its widened fields; a given one
+        # only features of its fields' own kinds (Spark-TFRecord's deserializer refuses others)
+        self._reading = reading._replace(widened=getattr(source, "_inferred", None) == schema)
         self._paths = read.files.paths
 
     def partitions(self) -> Sequence[InputPartition]:

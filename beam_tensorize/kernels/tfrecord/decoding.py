@@ -294,6 +294,8 @@ def _scalar_from_lists(name: str, raw: pa.Array, where: str, first_index: int) -
 
 def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str, first_index: int) -> pa.Array:
     try:
+        if pa.types.is_decimal(leaf_type(target)) and pa.types.is_floating(leaf_type(values.type)):
+            values = _rounded_half_up(values, leaf_type(target).scale)
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         raise RecordError(
@@ -301,8 +303,22 @@ def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str, f
         ) from None
 
 
-#: Kinds a field of another kind takes, as Spark-TFRecord's inference widens them: int64 values
-#: read into a float field, numbers into a string field (as text).
+def _rounded_half_up(values: pa.Array, scale: int) -> pa.Array:
+    """Float values (any list depth) rounded to `scale` decimal places with ties away from zero,
+    as Spark stores a float in a decimal column (`Decimal.changePrecision`, `ROUND_HALF_UP`:
+    2.5 -> 3, -2.5 -> -3; Arrow's own cast rounds ties to even, 2.5 -> 2)."""
+    if is_list_type(values.type):
+        offsets = pa.array(np.asarray(values.offsets, dtype=np.int64) - values.offsets[0].as_py())
+        inner = _rounded_half_up(values.flatten(), scale)
+        return pa.LargeListArray.from_arrays(
+            offsets, inner, mask=values.is_null() if values.null_count else None
+        )
+    return pc.round(values.cast(pa.float64()), scale, round_mode="half_towards_infinity")
+
+
+#: Kinds a field of another kind takes when the schema was inferred, as the inference widened
+#: it: int64 values read into a float field, numbers into a string field (as text). A given
+#: schema takes none (Spark-TFRecord's deserializer refuses every other kind).
 _PROMOTIONS = {("int64", "float"), ("int64", "bytes"), ("float", "bytes")}
 
 
@@ -327,13 +343,22 @@ def _promote_leaves(column: pa.Array, kind: str) -> pa.Array:
 
 
 def conform(
-    raw: pa.RecordBatch, schema: pa.Schema, where: str = "records", first_index: int = 0
+    raw: pa.RecordBatch,
+    schema: pa.Schema,
+    where: str = "records",
+    first_index: int = 0,
+    widened: bool = False,
 ) -> pa.RecordBatch:
     """Turns raw decoded columns (see `raw_decode`) into the columns of `schema`.
 
     A feature the records lack reads as nulls; features not in the schema are dropped. A
     scalar field takes the one value of each record (null for none); a list field the list;
     a list-of-lists field a SequenceExample feature list.
+
+    With `widened` (the schema was inferred, see `SchemaInference`), int64 values read into a
+    float field and numbers into a string field (as Java prints them), as the inference widened
+    the field for records of mixed kinds; without it (a given schema) a feature of another kind
+    than its field is an error, as in Spark-TFRecord.
 
     Raises:
         RecordError: a feature's kind does not match its field, a scalar field meets a record
@@ -375,7 +400,7 @@ def conform(
             columns.append(_cast_values(field.name, column, target, where, first_index))
             continue
         if have_kind != want_kind:
-            if (have_kind, want_kind) not in _PROMOTIONS:
+            if not widened or (have_kind, want_kind) not in _PROMOTIONS:
                 problem = f"feature {field.name!r} holds {have_kind} values; the schema says {target}"
                 raise RecordError(where, first, problem)
             column = _promote_leaves(column, want_kind)
@@ -396,6 +421,7 @@ def decode_records(
     where: str = "records",
     on_bad: Callable[[int, str], None] | None = None,
     first_index: int = 0,
+    widened: bool = False,
 ) -> pa.RecordBatch:
     """Serialized records -> a RecordBatch of `schema`.
 
@@ -408,6 +434,7 @@ def decode_records(
             `on_bad(index, message)` and the record is left out.
         first_index: the number of the first record (in messages and `on_bad` indices), e.g.
             its position in its file.
+        widened: `schema` was inferred: values of a narrower kind widen into it (see `conform`).
 
     Example:
         >>> from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
@@ -421,14 +448,14 @@ def decode_records(
             [pa.array(records, pa.binary()).cast(schema.field(0).type)], schema=schema
         )
     try:
-        return conform(raw_decode(records, record_type), schema, where, first_index)
+        return conform(raw_decode(records, record_type), schema, where, first_index, widened)
     except RecordError as error:
         if on_bad is None and len(records) == 1:
             raise error.moved(where, first_index) from None
     parts = []
     for index, record in enumerate(records, first_index):
         try:
-            parts.append(conform(raw_decode([record], record_type), schema, where, index))
+            parts.append(conform(raw_decode([record], record_type), schema, where, index, widened))
         except RecordError as error:
             if on_bad is None:
                 raise error.moved(where, index) from None

@@ -45,6 +45,8 @@ class FileReading(NamedTuple):
         verify_crc: check both checksums of every frame.
         dead_letters: give bad records as dead letters instead of failing.
         batch_rows: records per batch (at most).
+        widened: `record_schema` was inferred, so records of mixed kinds read into its widened
+            fields; a given schema reads only features of its fields' own kinds.
     """
 
     base: str
@@ -55,6 +57,7 @@ class FileReading(NamedTuple):
     verify_crc: bool = True
     dead_letters: bool = False
     batch_rows: int = 8192
+    widened: bool = False
 
 
 def relative_path(base: str, path: str) -> str:
@@ -156,6 +159,7 @@ def read_file_batches(raw: BinaryIO, path: str, reading: FileReading) -> Iterato
                 where=path,
                 on_bad=on_bad if reading.dead_letters else None,
                 first_index=first,
+                widened=reading.widened,
             )
             columns = list(decoded.columns) + [
                 partition_column(f.name, folders[f.name], f.type, decoded.num_rows)
