@@ -260,20 +260,78 @@ def _flat(value) -> list:
 
 
 def _as_example_features(row: dict, nested: set[str]) -> dict:
-    """A Parquet row as the Example features of the same tensors (values flat, row lengths of
-    the `nested` list-of-list columns)."""
+    """A Parquet or Avro row as the Example features of the same tensors (values flat, row
+    lengths of the `nested` list-of-list columns, a sparse record's indices and values)."""
     features = {}
     for name, value in row.items():
+        if isinstance(value, dict):  # a sparse tensor as Avro holds it: {indices, values}
+            for part, values in value.items():
+                features[f"{name}/{part}"] = [v.encode() if isinstance(v, str) else v for v in _flat(values)]
+            continue
         features[name] = [v.encode() if isinstance(v, str) else v for v in _flat(value)]
         if name in nested:
             features[f"{name}/row_lengths_1"] = [len(inner) for inner in value]
     return features
 
 
+#: Tensors of text and NTV columns: tokenized text (feature-list ids and hashed, several hash
+#: functions), a dense NTV vector, a hashed NTV.
+TEXT_CONFIG = {
+    "features": [
+        {"inputFeatureInfo": {"columnExpr": "concat_ws(' ', genreFeatures.term)",
+                              "transformConfig": {"tokenization": {"removeStopWords": True}}},
+         "outputTensorInfo": {"name": "tokens", "dtype": "long", "shape": [-1]}},
+        {"inputFeatureInfo": {"columnExpr": "concat_ws(' ', genreFeatures.term)",
+                              "transformConfig": {"tokenization": {},
+                                                  "hashInfo": {"hashBucketSize": 50, "numHashFunctions": 2}}},
+         "outputTensorInfo": {"name": "hashedTokens", "dtype": "long", "shape": [-1]}},
+        {"inputFeatureInfo": {"columnConfig": {"genreFeatures": {"whitelist": ["Genre"]}}},
+         "outputTensorInfo": {"name": "genreVector", "dtype": "float", "shape": [], "isSparse": False}},
+        {"inputFeatureInfo": {"columnConfig": {"movieLatentFactorFeatures": {"whitelist": ["*"]}},
+                              "transformConfig": {"hashInfo": {"hashBucketSize": 100, "combiner": "AVG"}}},
+         "outputTensorInfo": {"name": "hashedFactors", "dtype": "float", "shape": [], "isSparse": True}},
+        {"outputTensorInfo": {"name": "userId", "dtype": "long", "shape": []}},
+    ]
+}  # fmt: skip
+
+
+def _columnar_rows(path: pathlib.Path, output_format: str) -> tuple[list[dict], set[str]]:
+    """The rows of a Parquet or Avro output file, and its list-of-list columns."""
+    if output_format == "parquet":
+        table = pq.read_table(path)
+        nested = {
+            f.name for f in table.schema if pa.types.is_list(f.type) and pa.types.is_list(f.type.value_type)
+        }
+        return table.to_pylist(), nested
+    import fastavro
+
+    with open(path, "rb") as f:
+        reader = fastavro.reader(f)
+        fields = reader.writer_schema["fields"]
+        rows = list(reader)
+
+    def array_items(avro_type):
+        """The item type of an array type (or of the array in a union with null), else None."""
+        for t in avro_type if isinstance(avro_type, list) else [avro_type]:
+            if isinstance(t, dict) and t.get("type") == "array":
+                return t["items"]
+        return None
+
+    def is_nested(avro_type) -> bool:
+        items = array_items(avro_type)
+        return items is not None and array_items(items) is not None
+
+    return rows, {f["name"] for f in fields if is_nested(f["type"])}
+
+
+@pytest.mark.parametrize("output_format", ["parquet", "avro"])
 @pytest.mark.parametrize(
-    "config", [SAMPLE_CONFIG, AVRO2TF_CONFIG, "typed"], ids=["sample", "avro2tf", "typed"]
+    "config", [SAMPLE_CONFIG, AVRO2TF_CONFIG, "typed", "text"], ids=["sample", "avro2tf", "typed", "text"]
 )
-def test_parquet_output_holds_the_tensors_of_the_tfrecord_output(tmp_path, config):
+def test_columnar_outputs_hold_the_tensors_of_the_tfrecord_output(tmp_path, config, output_format):
+    """Every tensor kind (scalars, fixed and ragged lists, lists of lists, sparse and dense NTV,
+    hashed NTV, tokenized text, typed columns) written as Parquet and as Avro holds, row by row,
+    the values of the TFRecord output of the same run."""
     if config == "typed":
         source = tmp_path / "typed.parquet"
         pq.write_table(_typed_table("parquet"), source)
@@ -281,31 +339,34 @@ def test_parquet_output_holds_the_tensors_of_the_tfrecord_output(tmp_path, confi
         config.write_text(json.dumps(TYPED_CONFIG))
     else:
         source = SAMPLE_AVRO
+        if config == "text":
+            config = tmp_path / "config.json"
+            config.write_text(json.dumps(TEXT_CONFIG))
     args = ["--input", str(source), "--config", str(config), "--num_shards", "2"]
     assert main([*args, "--output", str(tmp_path / "tf")]) == 0
-    assert main([*args, "--output", str(tmp_path / "pq"), "--output_format", "parquet"]) == 0
-    files = sorted(p.name for p in (tmp_path / "pq" / "trainingData").iterdir())
-    assert files == ["_SUCCESS", "part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
-    table = pq.read_table(tmp_path / "pq" / "trainingData")
-    nested = {
-        f.name for f in table.schema if pa.types.is_list(f.type) and pa.types.is_list(f.type.value_type)
-    }
-    parquet_rows = table.to_pylist()
+    assert main([*args, "--output", str(tmp_path / "col"), "--output_format", output_format]) == 0
+    files = sorted(p.name for p in (tmp_path / "col" / "trainingData").iterdir())
+    suffix = {"parquet": ".parquet", "avro": ".avro"}[output_format]
+    assert files == ["_SUCCESS", f"part-00000-of-00002{suffix}", f"part-00001-of-00002{suffix}"]
+    columnar_rows = []
+    for name in files[1:]:
+        rows, nested = _columnar_rows(tmp_path / "col" / "trainingData" / name, output_format)
+        columnar_rows += [_as_example_features(row, nested) for row in rows]
     example_rows = _tfrecord_rows(tmp_path / "tf" / "trainingData")
-    assert len(parquet_rows) == len(example_rows) > 0
+    assert len(columnar_rows) == len(example_rows) > 0
     # The same records in the same files and order: compare them pairwise.
-    got = [_as_example_features(row, nested) for row in parquet_rows]
-    for parquet_row, example_row in zip(got, example_rows):
+    for columnar_row, example_row in zip(columnar_rows, example_rows):
         example_row = {k: v for k, v in example_row.items() if v is not None}
-        assert parquet_row == example_row
+        assert columnar_row == example_row
     metadata = {
-        f: json.loads((tmp_path / f / "metadata" / "tensor_metadata.json").read_text()) for f in ("tf", "pq")
+        f: json.loads((tmp_path / f / "metadata" / "tensor_metadata.json").read_text()) for f in ("tf", "col")
     }
-    assert metadata["pq"]["data"]["trainingData"]["format"] == "parquet"
-    assert metadata["pq"]["data"]["trainingData"]["files"] == files[1:]
-    assert metadata["pq"]["compression"] == "SNAPPY"
-    assert metadata["pq"]["features"] == metadata["tf"]["features"]
-    assert (tmp_path / "pq" / "_SUCCESS").exists()
+    assert metadata["col"]["data"]["trainingData"]["format"] == output_format
+    assert metadata["col"]["data"]["trainingData"]["files"] == files[1:]
+    assert metadata["col"]["features"] == metadata["tf"]["features"]
+    assert (tmp_path / "col" / "_SUCCESS").exists()
+    if output_format == "parquet":
+        assert metadata["col"]["compression"] == "SNAPPY"
 
 
 def test_parquet_output_partitions_and_save_modes(tmp_path, capsys):
