@@ -298,7 +298,18 @@ def test_partition_ids_as_partition_id_generation(tmp_path):
                 seen.append(movie)
     assert sorted(seen) == sorted(movies)
     document = json.loads((out / "metadata" / "tensor_metadata.json").read_text())
-    assert [c["name"] for c in document["extraColumns"]] == ["partitionId"]
+    assert document["extraColumns"] == []
+    entry = document["features"][-1]  # TensorMetadataGeneration: TensorMetadata(partitionId, int, [], N)
+    assert {k: entry[k] for k in ("name", "dtype", "shape", "isSparse", "numUniqueValues")} == {
+        "name": "partitionId", "dtype": "int", "shape": [], "isSparse": False, "numUniqueValues": 4,
+    }  # fmt: skip
+    assert entry["parse"] == {"type": "FixedLenFeature", "key": "partitionId", "dtype": "int64", "shape": []}
+    from beam_tensorize.tf import make_dataset
+
+    (batch,) = make_dataset(str(out), batch_size=300, labels=False)
+    ids = batch["partitionId"].numpy().tolist()  # one scalar per record
+    assert sorted(ids) == sorted(expected(m) for m in movies)
+    assert batch["partitionId"].shape == (300,)
 
 
 def test_shuffle_is_seeded_and_deterministic(tmp_path):

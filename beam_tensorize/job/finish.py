@@ -24,6 +24,7 @@ from beam_tensorize.job.transaction import CommitConflict, Transaction
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN, PARTITION_ID_LAYOUT
 
 if TYPE_CHECKING:  # the spec's module imports this one
     from beam_tensorize.job.spec import TensorizeSpec
@@ -59,8 +60,12 @@ GOOD, BAD = "good", "bad"
 
 
 def extra_layouts(batch, names: tuple[str, ...]) -> tuple:
-    """How the extra columns of a batch are stored (`layout_for_column` of each)."""
-    return tuple(layout_for_column(n, batch.schema.field(n).type) for n in names)
+    """How the extra columns of a batch are stored (`layout_for_column` of each; Avro2TF's
+    `partitionId` is a scalar int, as its metadata says)."""
+    return tuple(
+        PARTITION_ID_LAYOUT if n == PARTITION_ID_COLUMN else layout_for_column(n, batch.schema.field(n).type)
+        for n in names
+    )
 
 
 def first_layouts(candidates) -> tuple:

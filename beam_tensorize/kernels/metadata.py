@@ -26,6 +26,7 @@ from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
 from beam_tensorize.kernels.features.hashing import hashing_description
 from beam_tensorize.kernels.features.vocab import FeatureList
+from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN, PARTITION_ID_LAYOUT
 
 __all__ = [
     "config_differences",
@@ -222,13 +223,18 @@ def build_metadata(
     def entry(t: TensorConfig) -> dict:
         return _tensor_entry(t, lists.get(t.name), paths.get(t.name), maxima.get(t.name), discard_unknown)
 
+    features = [entry(t) for t in config.features]
+    partition_ids = (transform or {}).get("partitionIds")
+    if partition_ids:  # Avro2TF's TensorMetadataGeneration lists partitionId as a feature
+        extra_columns = [layout for layout in extra_columns if layout.name != PARTITION_ID_COLUMN]
+        features.append(_partition_id_entry(partition_ids["field"], partition_ids["numPartitions"]))
     document = {
         "formatVersion": FORMAT_VERSION,
         "config": config.to_json_dict(),
         "configFingerprint": config_fingerprint(config),
         "recordType": record_type,
         "compression": compression.upper() if compression != "none" else "NONE",
-        "features": [entry(t) for t in config.features],
+        "features": features,
         "labels": [entry(t) for t in config.labels],
         "extraColumns": [_extra_entry(layout) for layout in extra_columns],
         "data": {name: dict(info) for name, info in sorted((splits or {}).items())},
@@ -258,6 +264,23 @@ def config_differences(config: TensorizeConfig, recorded: Mapping) -> list[str]:
     found += [f"removed {n}" for n in before if n not in now]
     found += [f"changed {n}" for n in now if n in before and now[n] != before[n]]
     return found or ["tensors in another order"]
+
+
+def _partition_id_entry(field: str, num_partitions: int) -> dict:
+    """Avro2TF's `partitionId` feature: an int of shape `[]` with `numPartitions` values."""
+    layout = PARTITION_ID_LAYOUT
+    return {
+        "name": layout.name,
+        "dtype": layout.dtype,
+        "shape": [],
+        "isSparse": False,
+        "isDocumentFeature": False,
+        "numUniqueValues": num_partitions,
+        "layout": layout.kind,
+        "featureKeys": _feature_keys(layout),
+        "parse": _parse_entry(layout),
+        "input": {"partitionFieldName": field, "numPartitions": num_partitions},
+    }
 
 
 def _extra_entry(layout: FeatureLayout) -> dict:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tensorize.kernels.features.conversion import FeatureLayout
 from beam_tensorize.kernels.features.expressions import java_double_string
 from beam_tensorize.kernels.features.hashing import Avro2TFMd5Hash
 
@@ -245,6 +246,8 @@ def partition_column(name: str, value: str | None, typ: pa.DataType, rows: int) 
 
 #: Avro2TF's partition id column (PartitionIdGeneration), written in the records.
 PARTITION_ID_COLUMN = "partitionId"
+#: How it is stored: a scalar `int` (TensorMetadataGeneration lists it so, shape `[]`).
+PARTITION_ID_LAYOUT = FeatureLayout.for_tensor(PARTITION_ID_COLUMN, "int", (), False)
 #: The folder column of partition ids: `partition=<id>/`, as Avro2TF writes them.
 PARTITION_FOLDER_COLUMN = "partition"
 

@@ -184,7 +184,9 @@ def make_dataset(
     compression = {"GZIP": "GZIP", "ZLIB": "ZLIB"}.get(metadata.get("compression"), "")
     spec = parse_spec(metadata)
     label_names = [entry["name"] for entry in metadata["labels"]]
-    partition_columns = data.get("partitionColumns", [])
+    # folder columns that are tensors (not Avro2TF's `partition=<id>` folders: their id is the
+    # records' own `partitionId`)
+    partition_columns = [c for c in data.get("partitionColumns", []) if c in spec]
     by_file = num_shards is not None and len(files) >= num_shards
     if by_file:
         files, names = files[shard_index::num_shards], names[shard_index::num_shards]
