@@ -208,7 +208,8 @@ def test_avro2tf_flag_names_run_the_same_job(tmp_path, capsys):
 
 def test_term_only_feature_lists(tmp_path):
     """FeatureListGeneration's term-only lists: each list tensor's terms counted alone (NTV
-    names left out), by count then term, uncapped; an overwrite without them removes them."""
+    names left out), by count then term, cut to the tensor's own vocabSizeCap as
+    writeTermOnlyFeatureList cuts it; an overwrite without them removes them."""
     from collections import Counter
 
     from beam_tensorize.sample import SAMPLE_AVRO
@@ -222,8 +223,9 @@ def test_term_only_feature_lists(tmp_path):
     expected = sorted(counts, key=lambda t: (-counts[t], t.encode()))
     folder = out / "termOnlyFeatureList"
     assert sorted(p.name for p in folder.iterdir()) == ["genreIds", "genreVector"]
-    assert (folder / "genreVector").read_text().splitlines() == expected  # "Genre,Drama" -> "Drama"
-    assert (folder / "genreIds").read_text().splitlines() == expected  # not cut to vocabSizeCap 3
+    # "Genre,Drama" -> "Drama"; both cut to their vocabSizeCap 3
+    assert (folder / "genreVector").read_text().splitlines() == expected[:3]
+    assert (folder / "genreIds").read_text().splitlines() == expected[:3]
     assert len((out / "featureList" / "genreIds").read_text().splitlines()) == 3
     assert main([*args, "--save_mode", "overwrite"]) == 0
     assert not folder.exists() or not list(folder.iterdir())

@@ -43,7 +43,8 @@ class BuildFeatureLists(beam.PTransform):
         shared: groups of tensor names that share one list.
         external: tensors whose lists come from elsewhere (not built).
         term_only: also build Avro2TF's term-only lists (terms counted alone, NTV names left
-            out; never shared or capped), in the dict under `term_only_name(tensor)`.
+            out; never shared, cut to the tensor's own `vocabSizeCap`), in the dict under
+            `term_only_name(tensor)`.
 
     Example:
         >>> import apache_beam as beam, pyarrow as pa

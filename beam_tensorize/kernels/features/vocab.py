@@ -236,7 +236,7 @@ def partial_counts(
     yields `((key, None), 1 if NTV else 0)`, so its list exists even when empty, and the
     summed marker tells NTV lists from string lists. With `term_only`, each such tensor also
     counts its terms alone (NTV: without the name) under `term_only_name(tensor)`: Avro2TF's
-    term-only feature list, never shared and never capped.
+    term-only feature list, never shared, capped by the tensor's own `vocabSizeCap`.
     """
     names = set(batch.schema.names)
     sharing = Counter(list_key.values())
@@ -284,21 +284,23 @@ def split_term_only(
 
 
 def feature_list_caps(config: TensorizeConfig, list_key: Mapping[str, str]) -> dict[str, int | None]:
-    """Feature-list key -> its `vocabSizeCap`; a shared list gets the smallest cap of its group.
+    """Feature-list key -> its `vocabSizeCap`; a shared list gets the smallest cap of its group,
+    a tensor's term-only list (`term_only_name`) the tensor's own cap.
 
     Example:
         >>> from beam_tensorize.config import parse_config
         >>> config = parse_config({"features": [
         ...     {"outputTensorInfo": {"name": "a", "dtype": "long", "shape": [-1], "vocabSizeCap": 5}},
         ...     {"outputTensorInfo": {"name": "b", "dtype": "long", "shape": [-1], "vocabSizeCap": 3}}]})
-        >>> feature_list_caps(config, {"a": "a", "b": "a"})
-        {'a': 3}
+        >>> {k.replace(TERM_ONLY_PREFIX, "termOnly:"): v for k, v in feature_list_caps(config, {"a": "a", "b": "a"}).items()}
+        {'a': 3, 'termOnly:a': 5, 'termOnly:b': 3}
     """
     caps: dict[str, int | None] = {}
     for name, key in list_key.items():
         cap = config.tensor(name).output.vocab_size_cap
         if cap is not None:
             caps[key] = cap if caps.get(key) is None else min(caps[key], cap)
+            caps[term_only_name(name)] = cap  # Avro2TF's writeTermOnlyFeatureList caps it too
     return caps
 
 
