@@ -244,6 +244,12 @@ def test_shared_external_capped_and_tokenized_lists(tmp_path, records):
     assert (out / "featureList" / "a").read_text().splitlines() == shared
     assert (out / "featureList" / "b").read_text().splitlines() == shared
     assert (out / "featureList" / "tokens").read_text() == "drama\ncomedy\n"
+    # each tensor of the shared list has its own counts, of all its entries (Avro2TF's
+    # temporary feature list per tensor), by count then entry
+    for name, values in (("a", terms), ("b", [t.lower() for t in terms])):
+        counts = collections.Counter(values)
+        lines = (out / "metadata" / "featureListCounts" / f"{name}.tsv").read_text().splitlines()
+        assert lines == [f"{counts[e]}\t{e}" for e in _expected_list(values)]
     rows = _parse_all(out)
     first_tokens = [
         t

@@ -20,6 +20,7 @@ from beam_tensorize.kernels.features.vocab import (
     entries_of,
     lookup_ids,
     order_feature_list,
+    own_counts_name,
     partial_counts,
 )
 from beam_tensorize.kernels.metadata import build_metadata
@@ -114,6 +115,14 @@ def test_partial_counts_mark_lists_and_ntv():
             (("shared", "\0dense\0G"), 0),
             (("shared", "b"), 1),
             (("shared", "zz"), 1),
+            # and each tensor of a shared list counts its own entries, as it holds them
+            ((own_counts_name("sparse"), None), 1),
+            ((own_counts_name("sparse"), "G,a"), 2),
+            ((own_counts_name("sparse"), "G,b"), 1),
+            ((own_counts_name("sparse"), "G,new"), 1),
+            ((own_counts_name("dense"), None), 1),
+            ((own_counts_name("dense"), "G,b"), 1),
+            ((own_counts_name("dense"), "G,zz"), 1),
         ],
         key=repr,
     )  # "num" holds numbers: no feature list
@@ -340,7 +349,7 @@ def _shared_ntv_lists(day1, day2, cap=None):
     counted: dict = {}
     for (key, entry), count in partial_counts(batch, config.tensors, keys):
         counted[(key, entry)] = counted.get((key, entry), 0) + count
-    built = build_feature_list([(e, c) for (_, e), c in counted.items()], cap)
+    built = build_feature_list([(e, c) for (k, e), c in counted.items() if k == "fruits_day1"], cap)
     return config, lists_per_tensor({"fruits_day1": built}, keys)
 
 

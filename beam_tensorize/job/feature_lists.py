@@ -12,7 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.files import FileSystems, list_files, read_text
 from beam_tensorize.job.transaction import Transaction
-from beam_tensorize.kernels.features.vocab import FeatureList, may_use_feature_list, split_term_only
+from beam_tensorize.kernels.features.vocab import (
+    FeatureList,
+    may_use_feature_list,
+    own_counts,
+    split_term_only,
+)
 from beam_tensorize.kernels.metadata import METADATA_FILE
 
 __all__ = [
@@ -198,10 +203,11 @@ def write_feature_lists(
     does not write (tensors no longer in the config): the folders then hold exactly the lists
     the metadata names. Term-only lists (`split_term_only`) go to
     `termOnlyFeatureList/<tensor>`. Returns tensor name -> relative list path."""
+    counted = own_counts(lists)
     lists, term_only = split_term_only(lists)
     kept = {
         FEATURE_LIST_FOLDER: set(lists),
-        COUNTS_FOLDER: {f"{name}.tsv" for name, fl in lists.items() if fl.counts is not None},
+        COUNTS_FOLDER: {f"{name}.tsv" for name in counted},
         TERM_ONLY_FOLDER: set(term_only),
     }
     stale = [
@@ -217,9 +223,9 @@ def write_feature_lists(
     for name, feature_list in sorted(lists.items()):
         relative = posixpath.join(FEATURE_LIST_FOLDER, name)
         txn.write_text(posixpath.join(output_dir, relative), feature_list.to_text())
-        if feature_list.counts is not None:
+        if name in counted:  # the tensor's own counts (of a shared or capped list: all its entries)
             txn.write_text(
-                posixpath.join(output_dir, COUNTS_FOLDER, f"{name}.tsv"), feature_list.counts_text()
+                posixpath.join(output_dir, COUNTS_FOLDER, f"{name}.tsv"), counted[name].counts_text()
             )
         paths[name] = relative
     for name, feature_list in sorted(term_only.items()):

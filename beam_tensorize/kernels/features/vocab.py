@@ -47,6 +47,8 @@ __all__ = [
     "lookup_ntv",
     "may_use_feature_list",
     "order_feature_list",
+    "own_counts",
+    "own_counts_name",
     "partial_counts",
     "split_term_only",
     "term_only_name",
@@ -249,6 +251,11 @@ def partial_counts(
         key = list_key[tensor.name]
         ntv = is_ntv(column.type)
         yield (key, None), int(ntv)  # marks the list, and whether it is NTV
+        if sharing[key] > 1 or tensor.output.vocab_size_cap is not None:
+            # the tensor's own counts, whole (Avro2TF's temporary feature list of the tensor)
+            own = own_counts_name(tensor.name)
+            yield (own, None), int(ntv)
+            yield from (((own, entry), count) for entry, count in count_entries(entries_of(column)).items())
         if term_only:
             terms = ntv_names_and_terms(column)[1] if ntv else entries_of(column)
             only = term_only_name(tensor.name)
@@ -272,15 +279,40 @@ def term_only_name(tensor: str) -> str:
     return f"{TERM_ONLY_PREFIX}{tensor}"
 
 
+#: Marks the tensors' own counts (`own_counts_name`) among the lists `lists_per_tensor` gives.
+OWN_COUNTS_PREFIX = "\0ownCounts\0"
+
+
+def own_counts_name(tensor: str) -> str:
+    """The key of a tensor's own entry counts (all its entries, as it holds them, counted in
+    its rows only) among the built lists: kept for a tensor whose list is shared or capped,
+    where the list's own counts are another thing."""
+    return f"{OWN_COUNTS_PREFIX}{tensor}"
+
+
 def split_term_only(
     lists: Mapping[str, FeatureList],
 ) -> tuple[dict[str, FeatureList], dict[str, FeatureList]]:
-    """(the tensors' lists, the term-only lists by tensor name) of what `lists_per_tensor` gave."""
-    own = {name: fl for name, fl in lists.items() if not name.startswith(TERM_ONLY_PREFIX)}
-    terms = {
-        name[len(TERM_ONLY_PREFIX) :]: fl for name, fl in lists.items() if name.startswith(TERM_ONLY_PREFIX)
+    """(the tensors' lists, the term-only lists by tensor name) of what `lists_per_tensor` gave
+    (own counts, see `own_counts`, left out)."""
+    tensors = {
+        name: fl for name, fl in lists.items() if not name.startswith((TERM_ONLY_PREFIX, OWN_COUNTS_PREFIX))
     }
-    return own, terms
+    return tensors, _prefixed(lists, TERM_ONLY_PREFIX)
+
+
+def own_counts(lists: Mapping[str, FeatureList]) -> dict[str, FeatureList]:
+    """Each tensor's own entry counts (`featureListCounts/<tensor>.tsv`), by tensor name, of
+    what `lists_per_tensor` gave: the counted list of a tensor whose list is shared or capped,
+    else the list itself."""
+    tensors, _ = split_term_only(lists)
+    counted = {name: fl for name, fl in tensors.items() if fl.counts is not None}
+    counted.update(_prefixed(lists, OWN_COUNTS_PREFIX))
+    return {name: counted[name] for name in tensors if name in counted}
+
+
+def _prefixed(lists: Mapping[str, FeatureList], prefix: str) -> dict[str, FeatureList]:
+    return {name[len(prefix) :]: fl for name, fl in lists.items() if name.startswith(prefix)}
 
 
 def feature_list_caps(config: TensorizeConfig, list_key: Mapping[str, str]) -> dict[str, int | None]:
@@ -364,7 +396,9 @@ def lists_per_tensor(
     for name, key in list_key.items():
         if key in keyed_lists:
             tensors[name] = _list_of(keyed_lists[key], name)
-    tensors.update({key: fl for key, fl in keyed_lists.items() if key.startswith(TERM_ONLY_PREFIX)})
+    tensors.update(
+        {key: fl for key, fl in keyed_lists.items() if key.startswith((TERM_ONLY_PREFIX, OWN_COUNTS_PREFIX))}
+    )
     return tensors
 
 
