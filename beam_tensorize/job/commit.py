@@ -210,6 +210,10 @@ def commit_files(written, plan: CommitPlan, checked: dict, *gate, txn: Transacti
         txn: the transaction the move is part of (see `beam_tensorize.job.transaction`; it
             must hold the output's lock); None commits in one of its own, rooted at the folder.
     """
+    if txn is None and checked["skip"]:  # save mode ignore over an existing output: untouched
+        if FileSystems.exists(plan.temp_dir):
+            delete_temporary(plan)
+        return {"directory": plan.directory, "files": [], "numRecords": 0, "partitions": [], "skipped": True}
     if txn is None:
         with Transaction(plan.directory, posixpath.basename(plan.temp_dir)) as own:
             return commit_files(written, plan, checked, txn=own)

@@ -411,6 +411,11 @@ def conform(
         if list_depth(target) == 0:
             column = _scalar_from_lists(field.name, column, where, first_index)
         columns.append(_cast_values(field.name, column, target, where, first))
+    for field, column in zip(schema, columns, strict=True):
+        if not field.nullable and _null_row_count(column):
+            row = first_index + int(np.argmin(np.asarray(column.is_valid(), dtype=bool)))
+            problem = f"feature {field.name!r} is missing; the schema says it cannot be null"
+            raise RecordError(where, row, problem)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import is_list_type
 
-__all__ = ["encode_examples", "encode_features", "feature_key_order", "length_delimited"]
+__all__ = ["check_not_nullable", "encode_examples", "encode_features", "feature_key_order", "length_delimited"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -404,6 +404,15 @@ def _varint_bytes(value: int) -> bytes:
             return bytes(out)
 
 
+def check_not_nullable(batch: pa.RecordBatch) -> None:
+    """Raise ValueError naming the column and row of a null in a field the schema says is not
+    nullable (Spark-TFRecord's serializer throws there rather than leaving the value out)."""
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        if not field.nullable and column.null_count:
+            row = int(np.argmin(np.asarray(column.is_valid(), dtype=bool)))
+            raise ValueError(f"column {field.name!r} holds a null (row {row}) but its field is not nullable")
+
+
 def encode_examples(batch: pa.RecordBatch, omit_nulls: bool = True) -> pa.BinaryArray | pa.LargeBinaryArray:
     r"""Serializes every row of a RecordBatch as a ``tf.train.Example``.
 
@@ -435,8 +444,9 @@ def encode_examples(batch: pa.RecordBatch, omit_nulls: bool = True) -> pa.Binary
         ``pa.LargeBinaryArray`` if the batch encodes to 2 GiB or more).
 
     Raises:
-        ValueError: A list contains a null element, two columns share a name,
-            or a uint64 value exceeds the int64 range.
+        ValueError: A list contains a null element, two columns share a name, a
+            column whose field is not nullable holds a null, or a uint64 value exceeds
+            the int64 range.
         TypeError: A column's type cannot be written as a ``tf.train.Feature``
             (nested lists, structs, temporal types, an all-null column of type
             null, ...).
@@ -453,6 +463,7 @@ def encode_examples(batch: pa.RecordBatch, omit_nulls: bool = True) -> pa.Binary
     if len(set(names)) != len(names):
         duplicates = sorted({name for name in names if names.count(name) > 1})
         raise ValueError(f"duplicate column names cannot be feature keys: {duplicates}")
+    check_not_nullable(batch)
     n = batch.num_rows
     columns = [_normalise(name, batch.column(name)) for name in feature_key_order(names)]
     if n == 0:

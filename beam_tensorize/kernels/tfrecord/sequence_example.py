@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import is_list_type
 from beam_tensorize.kernels.tfrecord.example_encoder import (
+    check_not_nullable,
     encode_examples,
     encode_features,
     feature_key_order,
@@ -70,6 +71,7 @@ def encode_sequence_examples(batch: pa.RecordBatch) -> pa.BinaryArray | pa.Large
         >>> encode_sequence_examples(batch).to_pylist()
         [b'\n\r\n\x0b\n\x02id\x12\x05\x1a\x03\n\x01\x07\x12\x1a\n\x18\n\x05steps\x12\x0f\n\x06\x1a\x04\n\x02\x01\x02\n\x05\x1a\x03\n\x01\x03']
     """
+    check_not_nullable(batch)
     names = feature_key_order(batch.schema.names)
     sequence = [n for n in names if is_feature_list_type(batch.schema.field(n).type)]
     context = [n for n in names if n not in sequence]
