@@ -366,13 +366,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
                 f"skipped: {shown}",
                 file=sys.stderr,
             )
-    groups = []
-    for group, names in _groups(options.tensors_sharing_feature_lists):
-        if len(names) < 2:
-            raise ValueError(
-                f"--tensors_sharing_feature_lists: group {group!r} needs two or more tensor names"
-            )
-        groups.append(names)
+    groups = shared_groups(options.tensors_sharing_feature_lists)
     extra = _names(options.extra_columns_to_keep)
     partition_by = _names(options.partition_by)
     return TensorizeSpec(
@@ -411,6 +405,33 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
 def _names(text: str | None) -> list[str]:
     """The names of a comma-separated flag value, blanks dropped."""
     return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def shared_groups(text: str | None) -> list[list[str]]:
+    """The groups of `--tensors_sharing_feature_lists` (`a,b;c,d,e`, blanks and a trailing `;`
+    allowed), checked as Avro2TF's parser checks them: at least one group, each of two or more
+    names, no name in two groups. None (the flag not given): no groups.
+
+    Example:
+        >>> shared_groups(" a, b ; c,d,e;")
+        [['a', 'b'], ['c', 'd', 'e']]
+    """
+    if text is None:
+        return []
+    flag = "--tensors_sharing_feature_lists"
+    groups = _groups(text)
+    if not groups:
+        raise ValueError(f"{flag}: {text!r} names no group; give groups like a,b;c,d (or leave the flag out)")
+    seen: set[str] = set()
+    for group, names in groups:
+        if len(names) < 2:
+            raise ValueError(f"{flag}: group {group!r} needs two or more tensor names")
+        twice = sorted(seen.intersection(names))
+        if twice or len(set(names)) < len(names):
+            name = twice[0] if twice else next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"{flag}: tensor {name!r} is in two groups")
+        seen.update(names)
+    return [names for _, names in groups]
 
 
 def _groups(text: str | None) -> list[tuple[str, list[str]]]:

@@ -267,14 +267,15 @@ def config_differences(config: TensorizeConfig, recorded: Mapping) -> list[str]:
 
 
 def _partition_id_entry(field: str, num_partitions: int) -> dict:
-    """Avro2TF's `partitionId` feature: an int of shape `[]` with `numPartitions` values."""
+    """Avro2TF's `partitionId` feature: an int of shape `[]` with `numPartitions` values, as
+    TensorMetadataGeneration lists it."""
     layout = PARTITION_ID_LAYOUT
     return {
         "name": layout.name,
         "dtype": layout.dtype,
         "shape": [],
         "isSparse": False,
-        "isDocumentFeature": False,
+        "isDocumentFeature": True,  # the default of Avro2TF's TensorMetadata, which it keeps
         "numUniqueValues": num_partitions,
         "layout": layout.kind,
         "featureKeys": _feature_keys(layout),

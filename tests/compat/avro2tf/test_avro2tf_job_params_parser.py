@@ -13,6 +13,7 @@ Avro2TF's parser throws `IllegalArgumentException`. Where Avro2TF keeps a value 
 from __future__ import annotations
 
 import datetime
+import os
 
 import pytest
 
@@ -35,10 +36,32 @@ WORKING_DIRECTORY_VALUE = "/output/456"
 EXTERNAL_FEATURE_LIST_PATH_VALUE = "/tmp/external-feature-list"
 AVRO2TF_CONFIG_TEST_VALUE = "test_value"
 
-_SHARED_NAME = (
-    "the config names a feature and a label 'test_value': our parse_config refuses the duplicate name, "
-    "Avro2TF's parser loads it"
+#: Configs 2, 3 and 5 name a feature and a label `test_value`. Avro2TF's parser loads them and
+#: its job refuses them when it starts (`tensorsNameCheck`); ours refuses them when the config
+#: is loaded, naming both JSON paths (docs/migrating-from-avro2tf.md, "Deliberate
+#: differences"). The rest of each test runs on a copy whose label is renamed.
+_SHARED_NAME_ERROR = (
+    r"labels\[0\]\.outputTensorInfo\.name: duplicate tensor name 'test_value' \(also at features\[0\]\)"
 )
+
+
+def _label_renamed(config_path: str, tmp_path) -> str:
+    """A copy of an Avro2TF test config whose label is named `test_label`."""
+    import json
+
+    document = json.loads(open(config_path).read())
+    for label in document.get("labels", []):
+        label["outputTensorInfo"]["name"] = "test_label"
+    copy = tmp_path / f"renamed-{os.path.basename(config_path)}"
+    copy.write_text(json.dumps(document))
+    return str(copy)
+
+
+def _parse_shared_name_config(config_path: str, input_paths: str, tmp_path):
+    """Our refusal of a config as Avro2TF's tests give it, then (spec, notes) of its copy."""
+    with pytest.raises(ConfigError, match=_SHARED_NAME_ERROR):
+        _parse(_command_line_arguments(input_paths, config_path))
+    return _parse(_command_line_arguments(input_paths, _label_renamed(config_path, tmp_path)))
 
 
 @pytest.fixture()
@@ -113,22 +136,20 @@ def _check_config(spec) -> None:
     assert first.output.shape == ()
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigError, reason=_SHARED_NAME)
-def test_parse(input_paths_value):
-    arguments = _command_line_arguments(input_paths_value, resource(AVRO2TF_CONFIG_PATH_VALUE_2))
-
-    spec, notes = _parse(arguments)
+def test_parse(input_paths_value, tmp_path):
+    spec, notes = _parse_shared_name_config(
+        resource(AVRO2TF_CONFIG_PATH_VALUE_2), input_paths_value, tmp_path
+    )
 
     _check_params_without_config(spec, notes, input_paths_value)
     _check_config(spec)
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigError, reason=_SHARED_NAME)
-def test_parse_with_default_col_expr(input_paths_value):
+def test_parse_with_default_col_expr(input_paths_value, tmp_path):
     """config_3's feature has an inputFeatureInfo without columnExpr: it reads `test_value`."""
-    arguments = _command_line_arguments(input_paths_value, resource(AVRO2TF_CONFIG_PATH_VALUE_3))
-
-    spec, notes = _parse(arguments)
+    spec, notes = _parse_shared_name_config(
+        resource(AVRO2TF_CONFIG_PATH_VALUE_3), input_paths_value, tmp_path
+    )
 
     _check_params_without_config(spec, notes, input_paths_value)
     _check_config(spec)
@@ -143,12 +164,11 @@ def test_parse_with_both_col_expr_and_col_config(input_paths_value):
         _parse(arguments)
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigError, reason=_SHARED_NAME)
-def test_parse_with_default_shape(input_paths_value):
+def test_parse_with_default_shape(input_paths_value, tmp_path):
     """config_5's feature has no shape: a scalar."""
-    arguments = _command_line_arguments(input_paths_value, resource(AVRO2TF_CONFIG_PATH_VALUE_5))
-
-    spec, notes = _parse(arguments)
+    spec, notes = _parse_shared_name_config(
+        resource(AVRO2TF_CONFIG_PATH_VALUE_5), input_paths_value, tmp_path
+    )
 
     _check_params_without_config(spec, notes, input_paths_value)
     _check_config(spec)
@@ -182,37 +202,9 @@ def test_avro2tf_parsing_failure():
         # a group of one tensor
         pytest.param("a; b,c", r"group 'a' needs two or more tensor names", id="a; b,c"),
         # the same tensor in two groups
-        pytest.param(
-            "a,b;b,c,d",
-            r"tensor 'b' is in two groups",
-            id="a,b;b,c,d",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="parse_config refuses config_2's shared name 'test_value' first; and we check the "
-                "groups against the config's tensors (feature_list_groups), so unknown 'a' before the overlap",
-            ),
-        ),
-        pytest.param(
-            "",
-            r"tensors_sharing_feature_lists",
-            id="empty",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="we take an empty --tensors-sharing-feature-lists as no groups (pipelines.tensorize._groups)",
-            ),
-        ),
-        pytest.param(
-            ";",
-            r"tensors_sharing_feature_lists",
-            id=";",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="we take --tensors-sharing-feature-lists ';' as no groups (pipelines.tensorize._groups)",
-            ),
-        ),
+        pytest.param("a,b;b,c,d", r"tensor 'b' is in two groups", id="a,b;b,c,d"),
+        pytest.param("", r"--tensors_sharing_feature_lists: '' names no group", id="empty"),
+        pytest.param(";", r"--tensors_sharing_feature_lists: ';' names no group", id=";"),
     ],
 )
 def test_invalid_feature_sharing_settings(tensors_sharing_feature_lists, message):
@@ -237,20 +229,10 @@ def test_invalid_feature_sharing_settings(tensors_sharing_feature_lists, message
         pytest.param(" a, b ; c,d,e ", [["a", "b"], ["c", "d", "e"]], id=" a, b ; c,d,e "),
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConfigError,
-    reason=f"{_SHARED_NAME}; our spec then also refuses groups of tensors the config lacks "
-    "(TensorizeSpec -> feature_list_groups), Avro2TF only when the job runs",
-)
-def test_parse_sharing_feature_lists(input_paths_value, config_input, parsed_param):
-    arguments = {
-        **_command_line_arguments(input_paths_value, resource(AVRO2TF_CONFIG_PATH_VALUE_5)),
-        "tensors-sharing-feature-lists": config_input,
-    }
+def test_parse_sharing_feature_lists(config_input, parsed_param):
+    """The flag's groups as Avro2TF's parser reads them (`pipelines.tensorize.shared_groups`;
+    our job then checks them against the config's tensors before reading any data, as
+    Avro2TF's FeatureListGeneration does when it runs)."""
+    from pipelines.tensorize import shared_groups
 
-    spec, notes = _parse(arguments)
-
-    assert [list(group) for group in spec.shared_feature_lists] == parsed_param
-    _check_params_without_config(spec, notes, input_paths_value)
-    _check_config(spec)
+    assert shared_groups(config_input) == parsed_param

@@ -29,12 +29,6 @@ PARTITION_ID_FIELD_NAME = "partitionId"
 PARTITION_COLUMN_NAME = "partition"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="partitionId's metadata entry has isDocumentFeature false; Avro2TF's TensorMetadata "
-    "defaults it to true (kernels/metadata.py _partition_id_entry)",
-)
 def test_conversion(tmp_path):
     working_directory = tmp_path / "partition-test"
     code = tensorize(
