@@ -105,3 +105,16 @@ def write_undecodable_avro(path) -> str:
     with open(path, "wb") as f:
         f.write(data)
     return str(path)
+
+
+def tensor_lists(value) -> list:
+    """A batch of one column as Python lists, whatever form `beam_tensorize.tf` gives it in: a
+    tensor, a `DataFrame.Value`, or a 2-D `tf.SparseTensor` (one list per row)."""
+    import tensorflow as tf
+
+    if isinstance(value, tf.SparseTensor):
+        assert value.dense_shape.shape[0] == 2, "a nested list column: compare it as a DataFrame.Value"
+        return tf.RaggedTensor.from_sparse(value).to_list()
+    if hasattr(value, "to_list"):
+        return value.to_list()
+    return value.numpy().tolist()

@@ -16,6 +16,7 @@ from beam_tensorize.io import WriteParquet
 from beam_tensorize.kernels.dedup import deduplicate_block, restore_block
 from beam_tensorize.tf import Dataset
 from beam_tensorize.transforms.dedup import DeduplicateFeatures
+from tests.conftest import tensor_lists
 
 pytestmark = pytest.mark.pipeline
 
@@ -52,9 +53,7 @@ def test_dedup_round_trip_gives_the_original_rows(tmp_path, block_size, users):
     got = {name: [] for name in rows.schema.names}
     for batch in restored:
         for name, value in batch.items():
-            got[name] += (
-                value.to_ragged().to_list() if hasattr(value, "to_ragged") else value.numpy().tolist()
-            )
+            got[name] += tensor_lists(value)
     order = sorted(range(40), key=lambda i: got["item"][i])
     for name in rows.schema.names:
         assert [got[name][i] for i in order] == rows.column(name).to_pylist(), name

@@ -20,6 +20,7 @@ from beam_tensorize.kernels.features.vocab import (
     build_feature_list,
     feature_list_caps,
     lists_per_tensor,
+    term_only_name,
 )
 from beam_tensorize.kernels.provenance import source_of, with_source
 from beam_tensorize.kernels.shards import order_chunks, serialize_records, shard_chunks, write_shard
@@ -85,7 +86,8 @@ def test_build_feature_list_orders_by_count_then_bytes_and_caps():
         }
     )
     keys = {"a": "a", "b": "a", "c": "c"}
-    assert feature_list_caps(config, keys) == {"a": 2}
+    # the shared list takes the smallest cap of its group; each tensor's term-only list its own
+    assert feature_list_caps(config, keys) == {"a": 2, term_only_name("a"): 5, term_only_name("b"): 2}
     assert lists_per_tensor({"a": built}, keys) == {"a": built, "b": built}
 
 

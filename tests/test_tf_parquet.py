@@ -13,7 +13,8 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.tf import DataFrame, Dataset
+from beam_tensorize.tf import DataFrame, Dataset, ParquetDataset
+from tests.conftest import tensor_lists
 
 _TYPES = {
     "int64": pa.int64(), "uint64": pa.uint64(), "int32": pa.int32(), "uint32": pa.uint32(),
@@ -63,7 +64,8 @@ def _plain(values: list, kind: str) -> list:
 
 
 def _read_all(path, fields, **kwargs) -> dict:
-    batches = list(Dataset.from_parquet(path, fields=fields, batch_size=100, **kwargs))
+    """One batch of every row, lists as `DataFrame.Value`s (`ParquetDataset`)."""
+    batches = list(ParquetDataset(path, batch_size=100, fields=fields, **kwargs))
     assert len(batches) == 1
     return batches[0]
 
@@ -78,13 +80,13 @@ def test_every_type_and_nesting_reads_back_as_pyarrow_gives_it(table_file, kind)
     scalars = batch[f"{kind}_scalar"].numpy().tolist()
     expected = _plain(table.column(f"{kind}_scalar").to_pylist(), kind)
     assert scalars == pytest.approx(expected) if kind.startswith("float") else scalars == expected
-    lists = batch[f"{kind}_list"].to_ragged().to_list()
+    lists = batch[f"{kind}_list"].to_list()
     assert lists == [_plain(v or [], kind) for v in table.column(f"{kind}_list").to_pylist()]
-    nested = batch[f"{kind}_nested"].to_ragged().to_list()
+    nested = batch[f"{kind}_nested"].to_list()
     assert nested == [
         [_plain(inner, kind) for inner in v] for v in table.column(f"{kind}_nested").to_pylist()
     ]
-    fixed = batch[f"{kind}_fixed"]
+    fixed = batch[f"{kind}_fixed"].to_dense()  # values of shape [rows, 3]
     assert fixed.shape == (7, 3)
     assert fixed.numpy().tolist() == [_plain(v, kind) for v in table.column(f"{kind}_fixed").to_pylist()]
     dense = DataFrame.parse({"x": batch[f"{kind}_list"]}, pad=True)["x"]
@@ -101,18 +103,22 @@ def test_files_in_parallel_batch_shuffle_batch_and_to_dense(table_file, tmp_path
     ids = [b["int64_fixed"].numpy()[:, 0].tolist() for b in Dataset.from_parquet(files, fields=[
         DataFrame.Field("int64_fixed", shape=[3])]).batch(4)]  # fmt: skip
     assert sorted(i for batch in ids for i in batch) == sorted(2 * [3 * i for i in range(7)])
-    assert all(len(b) <= 4 for b in ids)
-    shuffled = Dataset.from_parquet([path, other], fields=["int64_list", "int32_scalar"]).shuffle_batch(
-        4, 8, seed=1
-    )
-    rows = [
-        (tuple(values), s)
-        for b in shuffled
-        for values, s in zip(b["int64_list"].to_ragged().to_list(), b["int32_scalar"].numpy().tolist())
-    ]
+    assert [len(b) for b in ids] == [4, 4, 4, 2]  # 14 rows cut across the two files
+    reader = Dataset.from_parquet([path, other], fields=["int64_list", "int32_scalar"])
+
+    def shuffled_rows(**kwargs) -> list:
+        return [
+            (tuple(values), s)
+            for b in reader.shuffle_batch(4, buffer_size=8, **kwargs)
+            for values, s in zip(tensor_lists(b["int64_list"]), b["int32_scalar"].numpy().tolist())
+        ]
+
     expected = [(tuple(values or []), s if s is not None else 0) for values, s in zip(
         table.column("int64_list").to_pylist(), table.column("int32_scalar").to_pylist())]  # fmt: skip
-    assert sorted(rows) == sorted(expected * 2)
+    first = shuffled_rows(seed=1)
+    assert sorted(first) == sorted(expected * 2) and first != expected * 2  # every row, shuffled
+    assert shuffled_rows(seed=1) == first  # a seed gives the same order in every run
+    assert shuffled_rows(seed=2) != first
     dense = next(iter(Dataset.from_parquet(path, fields=["int64_nested"], batch_size=7, to_dense=True)))
     assert dense["int64_nested"].shape == (7, 3, 2)
 
@@ -212,10 +218,7 @@ def _plain_rows(table: pa.Table) -> list[dict]:
 
 
 def _batch_rows(batch: dict) -> list[dict]:
-    columns = {
-        name: value.to_ragged().to_list() if isinstance(value, DataFrame.Value) else value.numpy().tolist()
-        for name, value in batch.items()
-    }
+    columns = {name: tensor_lists(value) for name, value in batch.items()}
     return [dict(zip(columns, values)) for values in zip(*columns.values())]
 
 
@@ -225,8 +228,9 @@ def test_batches_cross_row_groups_and_chunks_and_give_every_row_in_order(
     tmp_path, monkeypatch, batch_size, chunk_rows
 ):
     """Row groups of 7 rows, chunks of a few batches (or one chunk per file), batches
-    larger than a row group: each file's rows come in order, cut into batches of exactly
-    `batch_size` but each file's last one."""
+    larger than a row group: the files' rows come in order, cut into batches of exactly
+    `batch_size` across files (HybridBackend's rule): only the very last may be smaller, and
+    `drop_remainder` drops only that one."""
     from beam_tensorize.tf import parquet
 
     monkeypatch.setattr(parquet, "_CHUNK_ROWS", chunk_rows)
@@ -235,30 +239,35 @@ def test_batches_cross_row_groups_and_chunks_and_give_every_row_in_order(
     for k, table in enumerate(tables):
         paths.append(str(tmp_path / f"part-{k}.parquet"))
         pq.write_table(table, paths[-1], row_group_size=7)
-    batches = [
-        _batch_rows(b) for b in Dataset.from_parquet(paths, batch_size=batch_size, num_parallel_reads=1)
-    ]
-    expected = [_plain_rows(t) for t in tables]
-    want = [rows[i : i + batch_size] for rows in expected for i in range(0, len(rows), batch_size)]
+    # lists as DataFrame.Values (ParquetDataset: the same reader without the conversion to
+    # tf.SparseTensor), so that nested lists compare exactly
+    batches = [_batch_rows(b) for b in ParquetDataset(paths, batch_size=batch_size, num_parallel_reads=1)]
+    rows = [row for t in tables for row in _plain_rows(t)]
+    want = [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
     assert batches == want
     dropped = [
         _batch_rows(b)
-        for b in Dataset.from_parquet(paths, num_parallel_reads=1).batch(batch_size, drop_remainder=True)
+        for b in ParquetDataset(paths, batch_size=batch_size, num_parallel_reads=1, drop_remainder=True)
     ]
     assert dropped == [b for b in want if len(b) == batch_size]
-    interleaved = [_batch_rows(b) for b in Dataset.from_parquet(paths, batch_size=batch_size)]
-    assert sorted(map(str, interleaved)) == sorted(map(str, want))
+    read_ahead = [_batch_rows(b) for b in ParquetDataset(paths, batch_size=batch_size, num_parallel_reads=2)]
+    assert read_ahead == want  # files read at once by threads, rows still in file order
+    sizes = [
+        len(b["f0"])
+        for b in Dataset.from_parquet(paths, fields=["f0"]).batch(batch_size, drop_remainder=True)
+    ]
+    assert sizes == [batch_size] * (50 // batch_size)
 
 
-def test_rechunk_joins_and_cuts_record_batches():
-    from beam_tensorize.tf._chunks import rechunk
+def test_joined_cuts_and_joins_record_batches_across_files():
+    from beam_tensorize.tf._rows import joined
 
     table = pa.table({"x": list(range(23))})
     incoming, start = [], 0
     for size in (5, 3, 8, 7):
         incoming.append(table.slice(start, size).to_batches()[0])
         start += size
-    out = list(rechunk(iter(incoming), 8))
+    out = list(joined(iter(incoming), 8))
     assert [b.num_rows for b in out] == [8, 8, 7]
     assert [v for b in out for v in b.column("x").to_pylist()] == list(range(23))
     assert out[1] is incoming[2]  # a batch of the right size passes through
@@ -328,3 +337,42 @@ def test_a_dtype_that_would_change_values_is_refused_naming_file_and_column(tmp_
     assert batch["x"].numpy().tolist() == [-2.75, 1.5]
     with pytest.raises(ValueError, match="batch_size must be a positive number of rows, got 0"):
         Dataset.from_parquet(path, batch_size=0)
+
+
+def test_partitions_of_row_groups_defaults_ignore_case_and_corrupted_files(tmp_path):
+    """HybridBackend's `partition_count` / `partition_index` (contiguous shares of each file's
+    row groups, every row in exactly one), `Field(default_value=)`, `field_ignore_case` and
+    `skip_corrupted_data` (a damaged file's rest skipped, the others read)."""
+    from tests.test_bad_inputs import _flip_a_bit_in_a_data_page
+
+    path = str(tmp_path / "groups.parquet")
+    pq.write_table(pa.table({"Id": list(range(30))}), path, row_group_size=3)  # 10 row groups
+    shares = [
+        [
+            i
+            for b in Dataset.from_parquet(path, partition_count=3, partition_index=k).batch(100)
+            for i in b["Id"].numpy()
+        ]
+        for k in range(3)
+    ]
+    assert shares == [list(range(0, 12)), list(range(12, 21)), list(range(21, 30))]
+    with pytest.raises(ValueError, match=r"partition_index must be in \[0, partition_count\), got 3 of 3"):
+        Dataset.from_parquet(path, partition_count=3, partition_index=3)
+
+    fields = [DataFrame.Field("id"), DataFrame.Field("label", tf.float32, default_value=0.5)]
+    (batch,) = Dataset.from_parquet(path, fields=fields, field_ignore_case=True).batch(30)
+    assert batch["id"].numpy().tolist() == list(range(30))  # column "Id"
+    assert batch["label"].numpy().tolist() == [0.5] * 30
+    with pytest.raises(ValueError, match="no column 'id'"):
+        Dataset.from_parquet(path, fields=["id"])
+
+    good, damaged = str(tmp_path / "good.parquet"), tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"x": list(range(5))}), good)
+    pq.write_table(
+        pa.table({"x": list(range(100, 400))}), damaged, write_page_checksum=True, compression="none"
+    )
+    _flip_a_bit_in_a_data_page(damaged)
+    with pytest.raises(tf.errors.OpError, match=r"damaged.parquet: the data after row 0 cannot be read"):
+        list(Dataset.from_parquet([good, str(damaged)]).batch(1000))
+    (batch,) = Dataset.from_parquet([good, str(damaged)], skip_corrupted_data=True).batch(1000)
+    assert batch["x"].numpy().tolist() == list(range(5))

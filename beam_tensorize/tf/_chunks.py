@@ -33,7 +33,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -43,29 +43,10 @@ import tensorflow as tf
 
 from beam_tensorize.tf.dataframe import DataFrame
 
-__all__ = ["Layout", "rechunk"]
+__all__ = ["Layout"]
 
 _Value = DataFrame.Value
 _SPLITS = tf.int64
-
-
-def rechunk(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
-    """`batches` cut and joined into record batches of `rows` rows (the last may be smaller);
-    batches of that size pass through uncopied."""
-    pending: list[pa.RecordBatch] = []
-    count = 0
-    for batch in batches:
-        if not pending and batch.num_rows == rows:
-            yield batch
-            continue
-        pending.append(batch)
-        count += batch.num_rows
-        while count >= rows:
-            table = pa.Table.from_batches(pending)
-            yield table.slice(0, rows).combine_chunks().to_batches()[0]
-            pending, count = table.slice(rows).to_batches(), count - rows
-    if count:
-        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
 
 
 def _empty(shape: Sequence[int], dtype) -> np.ndarray:

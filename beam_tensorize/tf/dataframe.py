@@ -58,8 +58,22 @@ class _Value(NamedTuple):
         return self.to_ragged().to_sparse()
 
     def to_dense(self) -> tf.Tensor:
-        """The lists padded with zeros (empty strings) to the longest of each level."""
+        """The lists padded with zeros (empty strings) to the longest of each level (a list of
+        fixed shape, whose values already have it: those values)."""
+        if len(self.nested_row_splits) == 1 and len(self.values.shape) > 1:
+            return self.values
         return self.to_ragged().to_tensor()
+
+    to_tensor = to_dense
+
+    def to_list(self) -> list:
+        """The lists as Python lists (of a value computed in eager mode or by `Session.run`)."""
+        values = self.values.numpy() if hasattr(self.values, "numpy") else np.asarray(self.values)
+        result = values.tolist()
+        for splits in reversed(self.nested_row_splits):
+            splits = splits.numpy() if hasattr(splits, "numpy") else np.asarray(splits)
+            result = [result[splits[i] : splits[i + 1]] for i in range(len(splits) - 1)]
+        return result
 
 
 class DataFrame:
@@ -70,7 +84,9 @@ class DataFrame:
     class Field:
         """One column: `name`, `dtype` (one of `DataFrame.dtypes()`, or None to take the file's),
         `ragged_rank` (0 scalar, 1 list, 2 list of lists, ...; None to take the file's) and
-        `shape` (the fixed length of each list, e.g. `[4]`: the batch becomes `[batch, 4]`).
+        `shape` (the fixed length of each list, e.g. `[4]`: the batch becomes `[batch, 4]`) and
+        `default_value` (HybridBackend's: the field is not read, every row holds this value; a
+        `tf.SparseTensor` is one row's sparse value).
 
         Raises:
             ValueError: an unknown dtype, a negative ragged rank, or a shape with a ragged rank
@@ -83,6 +99,7 @@ class DataFrame:
             dtype: Any = None,
             ragged_rank: int | None = None,
             shape: Sequence[int] | None = None,
+            default_value: Any = None,
         ):
             if not isinstance(name, str) or not name:
                 raise ValueError(f"a field needs a column name, got {name!r}")
@@ -101,15 +118,21 @@ class DataFrame:
             self.dtype = dtype
             self.ragged_rank = ragged_rank
             self.shape = shape
+            self.default_value = default_value
 
         def __repr__(self) -> str:
+            default = "" if self.default_value is None else f", default_value={self.default_value!r}"
             return (
                 f"DataFrame.Field({self.name!r}, dtype={self.dtype!r}, ragged_rank={self.ragged_rank}, "
-                f"shape={self.shape})"
+                f"shape={self.shape}{default})"
             )
 
         def __eq__(self, other) -> bool:
-            return isinstance(other, DataFrame.Field) and vars(self) == vars(other)
+            if not isinstance(other, DataFrame.Field):
+                return False
+            mine, theirs = dict(vars(self)), dict(vars(other))
+            # defaults may be tensors (no plain ==): compared by what they print
+            return repr(mine.pop("default_value")) == repr(theirs.pop("default_value")) and mine == theirs
 
     @staticmethod
     def dtypes() -> tuple[str, ...]:
@@ -132,6 +155,8 @@ class DataFrame:
         for name, value in features.items():
             if not isinstance(value, _Value):
                 out[name] = value
+            elif len(value.nested_row_splits) == 1 and len(value.values.shape) > 1:
+                out[name] = value.values  # a list of fixed shape, already [rows, *shape]
             elif name in shapes:
                 out[name] = _fixed(name, value, shapes[name])
             elif name in padded:

@@ -1,17 +1,17 @@
 """`Dataset.from_parquet`: Parquet files into batches of tensors, as HybridBackend's
 `hb.data.Dataset.from_parquet` reads them.
 
-Each file is read with pyarrow (only the selected fields) in chunks of a whole number of
-batches (`_CHUNK_ROWS`, across row groups); a chunk crosses into TensorFlow in one Python step,
-its columns grouped into few arrays (see `_chunks`), and the batches are cut out of it by ops
-of the dataset's graph: no Python per batch, none per row. A scalar column becomes a
-`tf.Tensor`, a list column a `DataFrame.Value` (flat values and row splits per level), which
-`DataFrame.parse` or `to_dense` turns into sparse or padded tensors. Batches do not span files:
-each file's last batch may be smaller. Several files are read in parallel (interleaved, in a
-deterministic order), a single one in the consuming thread; paths may be local or
-`s3://`, `gs://`, `hdfs://` (pyarrow's file systems, see `beam_tensorize.kernels.filesystems`:
-S3 takes `AWS_ENDPOINT_URL` and the usual credentials from the environment, GCS
-`STORAGE_EMULATOR_HOST` for an emulator).
+The files' rows are one stream (`_rows`): files read one after another with pyarrow (only
+the selected fields; with `num_parallel_reads`, several read ahead by threads, consumed in
+order), cut into chunks of a whole number of batches across file boundaries. A chunk crosses
+into TensorFlow in one Python step, its columns grouped into few arrays (see `_chunks`), and
+the batches are cut out of it by ops of the dataset's graph: no Python per batch, none per
+row. So batches span files, as HybridBackend's do: only the very last may be smaller. A scalar
+column becomes a `tf.Tensor`, a list column a `tf.SparseTensor` (`to_dense` pads it; a field
+with a `shape` is dense); `ParquetDataset` keeps lists as `DataFrame.Value`s (flat values and
+row splits per level). Paths may be local or `s3://`, `gs://`, `hdfs://` (pyarrow's file
+systems, see `beam_tensorize.kernels.filesystems`: S3 takes `AWS_ENDPOINT_URL` and the usual
+credentials from the environment, GCS `STORAGE_EMULATOR_HOST` for an emulator).
 
 Example:
     >>> import pyarrow as pa, pyarrow.parquet as pq
@@ -24,11 +24,14 @@ Example:
 from __future__ import annotations
 
 import functools
+import itertools
+import logging
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as paorc
@@ -37,11 +40,14 @@ import tensorflow as tf
 
 from beam_tensorize.kernels.dedup import restore_block
 from beam_tensorize.kernels.filesystems import filesystem_for
-from beam_tensorize.tf._chunks import Layout, rechunk
+from beam_tensorize.tf._chunks import Layout
+from beam_tensorize.tf._rows import in_order, joined, row_group_range, shuffled
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import committed_split
 
-__all__ = ["Dataset", "ParquetDataset"]
+__all__ = ["Dataset", "ParquetDataset", "TabularDataset", "parse", "read_parquet", "rebatch"]
+
+_LOGGER = logging.getLogger(__name__)
 
 _Field = DataFrame.Field
 _Value = DataFrame.Value
@@ -90,11 +96,21 @@ class _TableFile:
             and all(small(metadata.row_group(g).column(paths[name])) for g in range(metadata.num_row_groups))
         ]
 
+    @property
+    def row_groups(self) -> int:
+        """Row groups (ORC: stripes) of the file."""
+        return self._parquet.metadata.num_row_groups if self._format == "parquet" else self._orc.nstripes
+
     def iter_batches(
-        self, batch_size: int, columns: list[str], dictionaries: Sequence[str] = ()
+        self,
+        batch_size: int,
+        columns: list[str],
+        dictionaries: Sequence[str] = (),
+        row_groups: Sequence[int] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Batches of `columns`; those of `dictionaries` (string columns stored with a
-        dictionary) come as dictionary arrays: decoding skips making each row's string."""
+        """Batches of `columns` (of `row_groups` only, if given); those of `dictionaries`
+        (string columns stored with a dictionary) come as dictionary arrays: decoding skips
+        making each row's string."""
         if self._format == "parquet":
             # pyarrow's decoding threads only help a process that may use more than one CPU
             threads = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
@@ -106,9 +122,13 @@ class _TableFile:
                     read_dictionary=list(dictionaries),
                     page_checksum_verification=True,
                 )
-            yield from reader.iter_batches(batch_size=batch_size, columns=columns, use_threads=threads)
+            if row_groups is not None and not row_groups:
+                return
+            yield from reader.iter_batches(
+                batch_size=batch_size, columns=columns, use_threads=threads, row_groups=row_groups
+            )
             return
-        for stripe in range(self._orc.nstripes):
+        for stripe in range(self._orc.nstripes) if row_groups is None else row_groups:
             batch = self._orc.read_stripe(stripe, columns=columns)
             yield from pa.Table.from_batches([batch]).to_batches(max_chunksize=batch_size)
 
@@ -159,16 +179,33 @@ def _keeps_every_value(stored: tf.DType, wanted: tf.DType) -> bool:
     return not wanted.is_unsigned and wanted.size >= stored.size
 
 
-def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
-    """The fields to read: given ones (names or `Field`s) completed from the file's schema."""
+def _column_of(schema: pa.Schema, name: str, ignore_case: bool) -> str | None:
+    """The file's column for field `name` (with `ignore_case`, a column named alike but for
+    case when none is named exactly so, as HybridBackend's `field_ignore_case`)."""
+    if name in schema.names:
+        return name
+    if ignore_case:
+        alike = [c for c in schema.names if c.lower() == name.lower()]
+        if alike:
+            return alike[0]
+    return None
+
+
+def _resolve_fields(schema: pa.Schema, fields, path: str, ignore_case: bool = False) -> list[_Field]:
+    """The fields to read: given ones (names or `Field`s) completed from the file's schema.
+    Fields with a `default_value` are not read (HybridBackend's rule): they are kept as given."""
     if fields is None:
         fields = schema.names
     resolved = []
     for field in fields:
         field = field if isinstance(field, _Field) else _Field(field)
-        if field.name not in schema.names:
+        if field.default_value is not None:
+            resolved.append(field)
+            continue
+        column = _column_of(schema, field.name, ignore_case)
+        if column is None:
             raise ValueError(f"{path}: no column {field.name!r}; the file has {schema.names}")
-        leaf, depth = _leaf(schema.field(field.name).type)
+        leaf, depth = _leaf(schema.field(column).type)
         stored = _tf_dtype(leaf, field.name)
         dtype = field.dtype or stored
         if not _keeps_every_value(stored, dtype):
@@ -186,29 +223,66 @@ def _resolve_fields(schema: pa.Schema, fields, path: str) -> list[_Field]:
     return resolved
 
 
-def _chunks(
-    path: bytes,
-    names: Sequence[str],
-    layout: Layout,
-    batch_size: int,
-    file_format: str = "parquet",
-    dedup: _Dedup | None = None,
-) -> Iterator[dict]:
-    """A file's rows in chunks of a whole number of batches (but the last chunk), encoded
-    by `layout`."""
-    file = _open(path.decode(), file_format)
-    chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
+def _check_fields(schema: pa.Schema, fields: Sequence[_Field], path: str, ignore_case: bool) -> None:
+    """Raise naming `path` if a file does not hold `fields` as they were resolved (another file
+    of the read may differ from the first one)."""
+    found = _resolve_fields(
+        schema, [_Field(f.name, f.dtype, f.ragged_rank) for f in fields], path, ignore_case
+    )
+    for field, there in zip(fields, found, strict=True):
+        if there.dtype != field.dtype:
+            raise ValueError(
+                f"{path}: column {field.name!r} holds {there.dtype.name} values; the field says {field.dtype.name}"
+            )
+
+
+class _Options(NamedTuple):
+    """How files are read (`Dataset.from_parquet`'s arguments beside the files and fields)."""
+
+    file_format: str = "parquet"
+    dedup: _Dedup | None = None
+    partition_count: int = 1
+    partition_index: int = 0
+    ignore_case: bool = False
+    skip_corrupted_data: bool = False
+
+
+def _file_batches(
+    path: str, fields: Sequence[_Field], options: _Options, rows: int
+) -> Iterator[pa.RecordBatch]:
+    """One file's rows of `fields` (named as the fields; of its share of row groups with
+    `partition_count`), in record batches of about `rows` rows."""
+    file = _open(path, options.file_format)
+    schema = file.schema_arrow
+    dedup = options.dedup
+    if dedup is not None:
+        schema = dedup.restored_schema(schema)
+    _check_fields(schema, fields, path, options.ignore_case)
+    columns = {f.name: _column_of(schema, f.name, options.ignore_case) for f in fields}
+    groups = None
+    if options.partition_count > 1:
+        groups = list(row_group_range(file.row_groups, options.partition_count, options.partition_index))
     if dedup is None:
-        strings = [f.name for f in layout.fields if f.dtype == tf.string and f.ragged_rank == 0]
-        dictionaries = file.dictionary_encoded(strings)
-        batches = file.iter_batches(batch_size=chunk, columns=list(names), dictionaries=dictionaries)
+        strings = [columns[f.name] for f in fields if f.dtype == tf.string and f.ragged_rank == 0]
+        batches = file.iter_batches(rows, list(columns.values()), file.dictionary_encoded(strings), groups)
     else:
+        stored = file.iter_batches(_BLOCKS_PER_READ, dedup.stored(list(columns.values())), (), groups)
         batches = (
-            restore_block(blocks, dedup.groups, dedup.others(names), dedup.indexes)
-            for blocks in file.iter_batches(batch_size=_BLOCKS_PER_READ, columns=dedup.stored(names))
+            restore_block(blocks, dedup.groups, dedup.others(list(columns.values())), dedup.indexes)
+            for blocks in stored
         )
-    for batch in rechunk(batches, chunk):
-        yield layout.encode(batch)
+    read = 0
+    try:
+        for batch in batches:
+            read += batch.num_rows
+            yield pa.RecordBatch.from_arrays([batch.column(c) for c in columns.values()], names=list(columns))
+    except (pa.ArrowException, OSError) as error:
+        if not options.skip_corrupted_data:
+            raise ValueError(
+                f"{path}: the data after row {read} cannot be read ({error}); the file is damaged "
+                "(skip_corrupted_data=True reads the other files and skips the rest of this one)"
+            ) from None
+        _LOGGER.warning("skipping the rest of %s after row %d: %s", path, read, error)
 
 
 #: Deduplicated blocks read from a file at a time.
@@ -243,105 +317,327 @@ class _Dedup(NamedTuple):
         return pa.schema([pa.field(f.name, f.type.value_type) for f in schema if f.name not in self.indexes])
 
 
-class ParquetDataset:
-    """Parquet files to be read in batches (`Dataset.from_parquet` without `batch_size`):
-    `.batch(n)` or `.shuffle_batch(n, buffer_size)` gives the `tf.data.Dataset`."""
+def _complete(fields) -> bool:
+    """Whether `fields` say what a read needs without opening a file (a dtype for each field
+    read; a missing ragged_rank means a scalar), as a `Dataset` of file names inside a graph
+    requires."""
+    return fields is not None and all(
+        isinstance(f, _Field) and (f.default_value is not None or f.dtype is not None) for f in fields
+    )
+
+
+class _Reader:
+    """Files to be read in batches: `batches(n, ...)` gives the `tf.data.Dataset`."""
+
+    def __init__(self, filenames, fields=None, to_dense=None, num_parallel_reads=None, options=None):
+        self._options = options = options or _Options()
+        if isinstance(filenames, tf.data.Dataset):
+            self._names = None
+            self._files = filenames
+            if tf.executing_eagerly() and not _complete(fields):
+                first = next(iter(filenames)).numpy().decode()
+            elif _complete(fields):
+                first = None
+            else:
+                raise ValueError(
+                    "fields: a tf.data.Dataset of file names in a graph needs a DataFrame.Field with a "
+                    "dtype (and ragged_rank, if not 0) for each column to read: no file can be opened "
+                    "to look while the graph is built"
+                )
+        else:
+            names = [filenames] if isinstance(filenames, (str, bytes)) else list(filenames)
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+            if not names:
+                raise ValueError("from_parquet needs one or more files")
+            self._names = names
+            first = names[0]
+        if first is None:  # checked against each file when it is read
+            self.fields = [
+                f
+                if f.default_value is not None or f.ragged_rank is not None
+                else _Field(f.name, f.dtype, 0, f.shape)
+                for f in fields
+            ]
+        else:
+            schema = _open(first, options.file_format).schema_arrow
+            dedup = options.dedup
+            if dedup is not None:
+                stored = [c for g in dedup.groups for c in g] + list(dedup.indexes)
+                missing = [c for c in stored if c not in schema.names]
+                if missing:
+                    raise ValueError(
+                        f"{first}: no column(s) {missing} of the deduplicated groups; the file has {schema.names}"
+                    )
+                schema = dedup.restored_schema(schema)
+            self.fields = _resolve_fields(schema, fields, first, options.ignore_case)
+        self._read_fields = [f for f in self.fields if f.default_value is None]
+        self._defaults = [f for f in self.fields if f.default_value is not None]
+        if not self._read_fields:
+            raise ValueError("fields: every field has a default_value; name at least one column to read")
+        self._to_dense = to_dense
+        if num_parallel_reads is None or num_parallel_reads == tf.data.AUTOTUNE:
+            num_parallel_reads = min(len(self._names or ()), os.cpu_count() or 1) or 1
+        self._reads = max(1, int(num_parallel_reads))
+
+    def batches(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        shuffle: tuple[int, int | None, bool] | None = None,
+        values: bool = False,
+    ) -> tf.data.Dataset:
+        """Batches of `batch_size` rows cut from all files' rows (only the last may be
+        smaller; `drop_remainder` leaves it out). `shuffle`: (buffer rows, seed, reshuffle
+        each iteration) shuffles rows first. `values`: lists stay `DataFrame.Value`s."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive number of rows, got {batch_size!r}")
+        fields = self._read_fields
+        layout = Layout(fields, batch_size)
+        chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
+        options, reads = self._options, self._reads
+        iterations = itertools.count()
+
+        def stream(names) -> Iterator[dict]:
+            sources = [
+                functools.partial(
+                    _file_batches, n.decode() if isinstance(n, bytes) else n, fields, options, chunk
+                )
+                for n in names
+            ]
+            rows = in_order(sources, reads)
+            if shuffle is not None:
+                buffer_rows, seed, again = shuffle
+                iteration = next(iterations)
+                if seed is None:
+                    rng = np.random.default_rng()
+                else:
+                    rng = np.random.default_rng([seed, iteration] if again else seed)
+                rows = shuffled(rows, buffer_rows, batch_size, rng)
+            for part in joined(rows, chunk):
+                yield layout.encode(part)
+
+        signature = layout.signature()
+        if self._names is not None:
+            chunks = tf.data.Dataset.from_generator(lambda: stream(self._names), output_signature=signature)
+        else:
+            chunks = self._files.batch(2**31 - 1).flat_map(
+                lambda names: tf.data.Dataset.from_generator(
+                    stream, args=(names,), output_signature=signature
+                )
+            )
+        dataset = layout.batches(chunks)
+        if drop_remainder:
+            first = fields[0]
+            dataset = dataset.filter(lambda batch: _rows(batch[first.name], first) == batch_size)
+        return self._finish(dataset, values)
+
+    def _finish(self, dataset: tf.data.Dataset, values: bool) -> tf.data.Dataset:
+        fields, defaults = self._read_fields, self._defaults
+        pad = True if self._to_dense is True else list(self._to_dense or ())
+        if not values:
+            dataset = dataset.map(lambda batch: DataFrame.parse(batch, pad=pad, fields=fields))
+        else:  # lists of a fixed shape: values of shape [rows, *shape], row splits kept
+            shaped = [f for f in fields if f.shape]
+            if shaped:
+
+                def reshaped(batch):
+                    dense = DataFrame.parse({f.name: batch[f.name] for f in shaped}, fields=shaped)
+                    splits = {f.name: batch[f.name].nested_row_splits for f in shaped}
+                    return {**batch, **{name: _Value(dense[name], splits[name]) for name in splits}}
+
+                dataset = dataset.map(reshaped)
+        if defaults:
+            first = fields[0]
+            dataset = dataset.map(
+                lambda batch: {**batch, **_defaults_for(defaults, _rows(batch[first.name], first))}
+            )
+        names = [f.name for f in self.fields]
+        return dataset.map(lambda batch: {name: batch[name] for name in names})
+
+
+def _defaults_for(fields: Sequence[_Field], rows: tf.Tensor) -> dict:
+    """Each field's `default_value` for `rows` rows (HybridBackend's `populate_defaults`): a
+    value tiled along a new first dimension, a `tf.SparseTensor` once per row."""
+    out = {}
+    for field in fields:
+        default = field.default_value
+        if isinstance(default, tf.SparseTensor):
+            count = tf.shape(default.indices, out_type=tf.int64)[0]
+            rows64 = tf.cast(rows, tf.int64)
+            row_ids = tf.reshape(tf.repeat(tf.range(rows64), count), [-1, 1])
+            indices = tf.concat([row_ids, tf.tile(default.indices, [rows64, 1])], axis=1)
+            shape = tf.concat([[rows64], default.dense_shape], axis=0)
+            out[field.name] = tf.SparseTensor(indices, tf.tile(default.values, [rows64]), shape)
+        else:
+            value = tf.convert_to_tensor(default, dtype=field.dtype)
+            out[field.name] = tf.tile(
+                value[tf.newaxis], tf.concat([[rows], tf.ones_like(tf.shape(value))], 0)
+            )
+    return out
+
+
+class _ReadDataset(tf.data.Dataset):
+    """A `tf.data.Dataset` that is `impl`, read by `reader` (which `batch` / `rebatch` use to
+    read at another size)."""
+
+    def __init__(self, reader: _Reader, impl: tf.data.Dataset):
+        self._reader = reader
+        self._impl = impl
+        super().__init__(impl._variant_tensor)
+
+    def _inputs(self):
+        return self._impl._inputs()
+
+    @property
+    def element_spec(self):
+        return self._impl.element_spec
+
+    @property
+    def all_fields(self) -> list:
+        """Every field, those with a `default_value` too."""
+        return list(self._reader.fields)
+
+
+class TabularDataset(_ReadDataset):
+    """The rows of Parquet / ORC files (HybridBackend's `hb.data.Dataset.from_parquet(...)`
+    without a batch size): a `tf.data.Dataset` of one row per element (lists as rank-1
+    `tf.SparseTensor`s), to `map`, `filter` or `shuffle` row by row; `.batch(n)` and
+    `.shuffle_batch(n, ...)` read batches directly (no per-row work)."""
+
+    def __init__(self, reader: _Reader):
+        super().__init__(reader, reader.batches(256).unbatch())
+
+    @property
+    def fields(self) -> list:
+        """The fields (completed from the first file)."""
+        return self.all_fields
+
+    def batch(self, batch_size: int, drop_remainder: bool = False, *args, **kwargs) -> tf.data.Dataset:
+        """Batches of `batch_size` rows cut from all files' rows in order: only the last may be
+        smaller, and `drop_remainder` drops just that one."""
+        if args or kwargs:
+            return super().batch(batch_size, drop_remainder, *args, **kwargs)
+        return self._reader.batches(batch_size, drop_remainder)
+
+    def shuffle_batch(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        buffer_size: int | None = None,
+        seed: int | None = None,
+        reshuffle_each_iteration: bool | None = None,
+    ) -> tf.data.Dataset:
+        """Batches of `batch_size` rows drawn at random, row by row, from a buffer of
+        `buffer_size` rows (default: `batch_size`) filled from the files in order; with a
+        `seed`, the same order every run (a new one each iteration unless
+        `reshuffle_each_iteration=False`)."""
+        buffer = batch_size if buffer_size is None else buffer_size
+        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+            raise ValueError(f"buffer_size must be a positive number of rows, got {buffer_size!r}")
+        again = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return self._reader.batches(batch_size, drop_remainder, shuffle=(buffer, seed, again))
+
+
+class ParquetDataset(_ReadDataset):
+    """HybridBackend's `hb.data.ParquetDataset`: a `tf.data.Dataset` of batches of `batch_size`
+    rows in which list columns stay `DataFrame.Value`s (flat values and row splits), for
+    `rebatch(n)`, `parse()` or `DataFrame.parse`. Batches are cut from all files' rows in
+    order (only the last may be smaller; `drop_remainder` drops it).
+
+    Example:
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> pq.write_table(pa.table({"tags": [[7], [], [8, 9]]}), "micro.parquet")
+        >>> batch = next(iter(ParquetDataset("micro.parquet", batch_size=2)))
+        >>> batch["tags"].to_ragged().to_list()
+        [[7], []]
+    """
 
     def __init__(
         self,
         filenames,
+        batch_size: int = 1,
         fields=None,
-        to_dense=None,
-        num_parallel_reads=None,
-        file_format="parquet",
-        dedup=None,
+        partition_count: int = 1,
+        partition_index: int = 0,
+        skip_corrupted_data: bool = False,
+        drop_remainder: bool = False,
+        num_parallel_reads: int | None = None,
+        num_sequential_reads: int = 1,
+        num_parallel_parser_calls: int | None = None,
+        field_ignore_case: bool = False,
     ):
-        self._format = file_format
-        self._dedup = dedup
-        if isinstance(filenames, tf.data.Dataset):
-            self._files = filenames
-            first = next(iter(filenames)).numpy().decode()
-        else:
-            names = [filenames] if isinstance(filenames, str) else list(filenames)
-            if not names:
-                raise ValueError("from_parquet needs one or more files")
-            self._files = tf.data.Dataset.from_tensor_slices(names)
-            first = names[0]
-            if len(names) == 1 and num_parallel_reads is None:
-                num_parallel_reads = 1
-        schema = _open(first, file_format).schema_arrow
-        if dedup is not None:
-            stored = [c for g in dedup.groups for c in g] + list(dedup.indexes)
-            missing = [c for c in stored if c not in schema.names]
-            if missing:
-                raise ValueError(
-                    f"{first}: no column(s) {missing} of the deduplicated groups; the file has {schema.names}"
-                )
-            schema = dedup.restored_schema(schema)
-        self.fields = _resolve_fields(schema, fields, first)
-        self._to_dense = to_dense
-        self._reads = tf.data.AUTOTUNE if num_parallel_reads is None else num_parallel_reads
+        del num_sequential_reads, num_parallel_parser_calls  # HybridBackend's thread settings
+        row_group_range(1, partition_count, partition_index)
+        options = _Options(
+            "parquet", None, partition_count, partition_index, field_ignore_case, skip_corrupted_data
+        )
+        reader = _Reader(filenames, fields, None, num_parallel_reads, options)
+        super().__init__(reader, reader.batches(batch_size, drop_remainder, values=True))
 
-    def batch(self, batch_size: int, drop_remainder: bool = False) -> tf.data.Dataset:
-        """Batches of `batch_size` rows (each file's last batch may be smaller; with
-        `drop_remainder` those are left out)."""
-        dataset = self._read(batch_size)
-        if drop_remainder:
-            first = self.fields[0]
-            dataset = dataset.filter(lambda batch: _rows(batch[first.name], first) == batch_size)
-        return self._finish(dataset)
+    @property
+    def fields(self) -> list:
+        """The fields read from the files."""
+        return [f for f in self._reader.fields if f.default_value is None]
 
-    def shuffle_batch(self, batch_size: int, buffer_size: int, seed: int | None = None) -> tf.data.Dataset:
-        """Batches drawn from a buffer of about `buffer_size` rows: the read batches are
-        shuffled (`buffer_size // batch_size` at a time) and so are the rows inside each."""
-        dataset = self._read(batch_size).shuffle(max(1, buffer_size // batch_size), seed=seed)
-        fields = self.fields
 
-        def permute(batch):
-            order = tf.random.shuffle(tf.range(_rows(batch[fields[0].name], fields[0])), seed=seed)
-            return {f.name: _take(batch[f.name], order, f) for f in fields}
+def rebatch(batch_size: int, drop_remainder: bool = False, fields=None):
+    """HybridBackend's `hb.data.rebatch`: a dataset of batches (of `ParquetDataset`, or any
+    batches of tensors and `DataFrame.Value`s) recut into batches of exactly `batch_size` rows
+    (but the last; `drop_remainder` drops it). Use with `dataset.apply(rebatch(n))`."""
+    del fields  # the batches say what they hold
 
-        return self._finish(dataset.map(permute))
+    def apply(dataset: tf.data.Dataset) -> tf.data.Dataset:
+        if isinstance(dataset, ParquetDataset):  # read again at the size wanted: no per-row work
+            return dataset._reader.batches(batch_size, drop_remainder, values=True)
+        names = list(dataset.element_spec)
+        as_ragged = dataset.map(
+            lambda batch: {n: v.to_ragged() if isinstance(v, _Value) else v for n, v in batch.items()}
+        )
+        cut = as_ragged.unbatch().batch(batch_size, drop_remainder=drop_remainder)
+        return cut.map(
+            lambda batch: {
+                n: _Value(batch[n].flat_values, batch[n].nested_row_splits)
+                if isinstance(batch[n], tf.RaggedTensor)
+                else batch[n]
+                for n in names
+            }
+        )
 
-    def _read(self, batch_size: int) -> tf.data.Dataset:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive number of rows, got {batch_size!r}")
-        layout = Layout(self.fields, batch_size)
-        read = functools.partial(
-            _chunks,
-            names=[f.name for f in self.fields],
-            layout=layout,
+    return apply
+
+
+def read_parquet(
+    batch_size: int,
+    fields=None,
+    partition_count: int = 1,
+    partition_index: int = 0,
+    drop_remainder: bool = False,
+    num_parallel_reads: int | None = None,
+    num_sequential_reads: int = 1,
+):
+    """HybridBackend's `hb.data.read_parquet`: `filenames.apply(read_parquet(n, fields))` reads
+    a `tf.data.Dataset` of file names as a `ParquetDataset` (in a graph, `fields` must be
+    complete: name, dtype and ragged_rank each)."""
+
+    def apply(filenames):
+        return ParquetDataset(
+            filenames,
             batch_size=batch_size,
-            file_format=self._format,
-            dedup=self._dedup,
+            fields=fields,
+            partition_count=partition_count,
+            partition_index=partition_index,
+            drop_remainder=drop_remainder,
+            num_parallel_reads=num_parallel_reads,
+            num_sequential_reads=num_sequential_reads,
         )
 
-        def chunks(path):
-            return tf.data.Dataset.from_generator(read, args=(path,), output_signature=layout.signature())
+    return apply
 
-        if self._reads == 1:  # one file at a time: no reading threads to hand batches over
-            return layout.batches(self._files.flat_map(chunks))
-        return self._files.interleave(
-            lambda path: layout.batches(chunks(path)),
-            cycle_length=self._reads,
-            num_parallel_calls=self._reads,
-            deterministic=True,
-        )
 
-    def _finish(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
-        if self._to_dense:
-            pad = True if self._to_dense is True else list(self._to_dense)
-            fields = self.fields
-            return dataset.map(lambda batch: DataFrame.parse(batch, pad=pad, fields=fields))
-        shaped = [f for f in self.fields if f.shape]
-        if shaped:
-            return dataset.map(
-                lambda batch: {
-                    **batch,
-                    **DataFrame.parse({f.name: batch[f.name] for f in shaped}, fields=shaped),
-                }
-            )
-        return dataset
+def parse(pad=False):
+    """HybridBackend's `hb.data.parse`: `dataset.apply(parse())` turns each batch's
+    `DataFrame.Value`s into `tf.SparseTensor`s (padded dense tensors with `pad`)."""
+    return lambda dataset: dataset.map(lambda batch: DataFrame.parse(batch, pad=pad))
 
 
 def _rows(value, field: _Field) -> tf.Tensor:
@@ -351,11 +647,13 @@ def _rows(value, field: _Field) -> tf.Tensor:
     return tf.shape(value.nested_row_splits[0])[0] - 1
 
 
-def _take(value, order, field: _Field):
-    if field.ragged_rank == 0:
-        return tf.gather(value, order)
-    ragged = tf.gather(value.to_ragged(), order)
-    return _Value(ragged.flat_values, ragged.nested_row_splits)
+def _tabular(filenames, fields, field_map_fn, to_dense, reads, options: _Options, batch_size, drop_remainder):
+    """`from_parquet` / `from_orc`: the rows, or their batches with `batch_size`."""
+    if field_map_fn is not None:
+        fields = field_map_fn(fields)
+    row_group_range(1, options.partition_count, options.partition_index)  # checks the two
+    dataset = TabularDataset(_Reader(filenames, fields, to_dense, reads, options))
+    return dataset if batch_size is None else dataset.batch(batch_size, drop_remainder)
 
 
 class Dataset:
@@ -365,48 +663,87 @@ class Dataset:
     def from_parquet(
         filenames,
         fields=None,
-        batch_size: int | None = None,
-        to_dense=None,
+        partition_count: int = 1,
+        partition_index: int = 0,
+        skip_corrupted_data: bool = False,
+        field_ignore_case: bool = False,
+        to_dense=False,
         num_parallel_reads: int | None = None,
+        num_parallel_parser_calls: int | None = None,
+        field_map_fn=None,
         key_idx_field_names: Sequence[str] | None = None,
         value_field_names: Sequence[Sequence[str]] | None = None,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
     ):
-        """Parquet files as batches of tensors (see the module docstring).
+        """Parquet files as a `TabularDataset` (rows; `.batch(n)` / `.shuffle_batch(n, ...)`
+        for batches), with HybridBackend's arguments (see the module docstring).
 
         Args:
-            filenames: a path, a list of paths, or a `tf.data.Dataset` of paths.
+            filenames: a path, a list of paths, or a `tf.data.Dataset` of paths (in a graph,
+                `fields` must then be complete: name, dtype and ragged_rank each).
             fields: `DataFrame.Field`s or column names to read (only those columns are read);
-                None reads every column, typed from the first file's schema.
-            batch_size: rows per batch: the `tf.data.Dataset` itself; None gives a
-                `ParquetDataset` to call `.batch(n)` or `.shuffle_batch(n, buffer_size)` on.
-            to_dense: True, or the names of list fields, to pad into dense tensors; otherwise
-                lists come as `DataFrame.Value`s (see `DataFrame.parse`); fields with a `shape`
-                are dense either way.
-            num_parallel_reads: files read at once (None: AUTOTUNE, or 1 for a single file;
-                1 reads in the consuming thread).
+                None reads every column, typed from the first file's schema. A field with a
+                `default_value` is not read: it is that value in every row.
+            partition_count, partition_index: read only partition `partition_index` of each
+                file's row groups split into `partition_count` contiguous parts (one worker of
+                several).
+            skip_corrupted_data: a file that cannot be read past some row is skipped from there
+                (with a warning) instead of failing the read.
+            field_ignore_case: a field not found by its name takes the column named alike but
+                for case.
+            to_dense: True, or the names of list fields, to pad into dense tensors; other
+                variable-length lists are `tf.SparseTensor`s; fields with a `shape` are dense.
+            num_parallel_reads: files read at once (None / AUTOTUNE: one per CPU; rows still
+                come file after file, in order).
+            num_parallel_parser_calls: accepted for HybridBackend's code (columns are converted
+                by the dataset's graph).
+            field_map_fn: a function given the fields and returning the fields to read.
             key_idx_field_names, value_field_names: files written deduplicated
                 (`DeduplicateFeatures`): each group's index column (`user-index`) and its value
                 columns (`["user", "user-feat-0"]`); the original rows are restored.
+            batch_size: give it to get the batches at once (`.batch(batch_size, drop_remainder)`).
 
         Raises:
             ValueError: a field names a missing column or the wrong nesting (naming the file).
             TypeError: a column's type is not one `DataFrame.Field` takes.
         """
+        del num_parallel_parser_calls  # HybridBackend's column-parsing threads: none here
         dedup = None
         if key_idx_field_names or value_field_names:
             if len(key_idx_field_names or ()) != len(value_field_names or ()):
                 raise ValueError("give one index column (key_idx_field_names) per group of value_field_names")
             dedup = _Dedup(tuple(key_idx_field_names), tuple(tuple(g) for g in value_field_names))
-        dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads, dedup=dedup)
-        return dataset if batch_size is None else dataset.batch(batch_size)
+        options = _Options(
+            "parquet", dedup, partition_count, partition_index, field_ignore_case, skip_corrupted_data
+        )
+        return _tabular(
+            filenames, fields, field_map_fn, to_dense, num_parallel_reads, options, batch_size, drop_remainder
+        )
 
     @staticmethod
     def from_orc(
-        filenames, fields=None, batch_size: int | None = None, to_dense=None, num_parallel_reads=None
+        filenames,
+        fields=None,
+        partition_count: int = 1,
+        partition_index: int = 0,
+        skip_corrupted_data: bool = False,
+        field_ignore_case: bool = False,
+        to_dense=False,
+        num_parallel_reads: int | None = None,
+        num_parallel_parser_calls: int | None = None,
+        field_map_fn=None,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
     ):
-        """ORC files as `from_parquet` reads Parquet files (stripe by stripe)."""
-        dataset = ParquetDataset(filenames, fields, to_dense, num_parallel_reads, file_format="orc")
-        return dataset if batch_size is None else dataset.batch(batch_size)
+        """ORC files as `from_parquet` reads Parquet files (stripes as row groups)."""
+        del num_parallel_parser_calls
+        options = _Options(
+            "orc", None, partition_count, partition_index, field_ignore_case, skip_corrupted_data
+        )
+        return _tabular(
+            filenames, fields, field_map_fn, to_dense, num_parallel_reads, options, batch_size, drop_remainder
+        )
 
     @staticmethod
     def from_output(output_dir: str, split: str = "train", batch_size: int = 128, num_parallel_reads=None):
@@ -439,7 +776,8 @@ class Dataset:
         if data.get("deduplication"):
             info = data["deduplication"]
             dedup = _Dedup(tuple(info["indexes"]), tuple(tuple(g) for g in info["groups"]))
-        dataset = ParquetDataset(files, fields, None, num_parallel_reads, dedup=dedup).batch(batch_size)
+        options = _Options("parquet", dedup)
+        dataset = _Reader(files, fields, None, num_parallel_reads, options).batches(batch_size, values=True)
 
         def to_tensors(batch):
             out = {}

@@ -40,7 +40,13 @@ import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import is_list_type
 
-__all__ = ["check_not_nullable", "encode_examples", "encode_features", "feature_key_order", "length_delimited"]
+__all__ = [
+    "check_not_nullable",
+    "encode_examples",
+    "encode_features",
+    "feature_key_order",
+    "length_delimited",
+]
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -45,8 +45,7 @@ def filename(tmp_path_factory):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="batch(2) counts restored rows, not stored blocks (2 rows, not the 8 of 2 blocks), and a "
-    "list column comes back as a DataFrame.Value, not a tf.SparseTensor",
+    reason="batch(2) counts restored rows, not stored blocks (2 rows, not the 8 of 2 blocks)",
 )
 def test_apply_to_sparse(filename):
     with tf.Graph().as_default() as graph:
@@ -66,8 +65,8 @@ def test_apply_to_sparse(filename):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="beam_tensorize.tf exports no ParquetDataset (parquet.ParquetDataset takes no batch_size, "
-    "has no all_fields) and has no deduplicate, parse or populate_defaults transformations",
+    reason="beam_tensorize.tf has no deduplicate or populate_defaults transformation "
+    "(from_parquet(key_idx_field_names=..., value_field_names=...) restores the rows instead)",
 )
 def test_apply_to_tensor(filename):
     with tf.Graph().as_default() as graph:

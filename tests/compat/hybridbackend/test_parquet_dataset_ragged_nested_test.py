@@ -38,11 +38,6 @@ def filename(tmp_path_factory):
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beam_tensorize.tf exports no ParquetDataset (parquet.ParquetDataset takes no batch_size "
-    "and is not a dataset of micro-batches) and has no rebatch",
-)
 def test_read(filename):
     with tf.Graph().as_default() as graph:
         ds = hb_data.ParquetDataset([filename], batch_size=2)
@@ -56,10 +51,6 @@ def test_read(filename):
         np.testing.assert_equal(actual, expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a list column comes back as a DataFrame.Value (values, row splits), not a tf.SparseTensor",
-)
 def test_apply_to_sparse(filename):
     with tf.Graph().as_default() as graph:
         ds = hb_data.Dataset.from_parquet([filename])

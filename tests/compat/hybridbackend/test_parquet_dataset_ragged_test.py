@@ -62,7 +62,6 @@ def _expected(c, i, batch_size):
     return hb_data.DataFrame.Value(np.array(expected_values), [np.array(expected_splits, dtype=np.int32)])
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_read(parquet):
     filename, df = parquet
     batch_size = 32
@@ -82,7 +81,6 @@ def test_read(parquet):
             np.testing.assert_equal(actual.nested_row_splits, expected.nested_row_splits)
 
 
-@pytest.mark.xfail(strict=True, reason=_NOT_SPARSE)
 def test_to_sparse(parquet):
     filename, df = parquet
     batch_size = 32
@@ -104,7 +102,6 @@ def test_to_sparse(parquet):
             )
 
 
-@pytest.mark.xfail(strict=True, reason=_NOT_SPARSE)
 def test_map_to_sparse(parquet):
     filename, df = parquet
     batch_size = 32
@@ -126,7 +123,6 @@ def test_map_to_sparse(parquet):
             )
 
 
-@pytest.mark.xfail(strict=True, reason=_NOT_SPARSE)
 def test_apply_to_sparse(parquet):
     filename, df = parquet
     batch_size = 32
@@ -148,7 +144,6 @@ def test_apply_to_sparse(parquet):
             )
 
 
-@pytest.mark.xfail(strict=True, reason=_NOT_SPARSE)
 def test_feedable_iterator(parquet):
     filename, df = parquet
     batch_size = 32
@@ -177,7 +172,6 @@ def test_feedable_iterator(parquet):
             )
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_read_and_map(parquet):
     filename, df = parquet
     batch_size = 32

@@ -69,7 +69,6 @@ def _expected(c, i, batch_size):
     return hb_data.DataFrame.Value(np.array(expected_values), [np.array(expected_splits, dtype=np.int32)])
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_read(parquet):
     filename, df = parquet
     batch_size = 32
@@ -90,7 +89,6 @@ def test_read(parquet):
             np.testing.assert_equal(actual.nested_row_splits, expected.nested_row_splits)
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_to_sparse(parquet):
     filename, df = parquet
     batch_size = 32

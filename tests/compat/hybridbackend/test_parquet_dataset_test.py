@@ -56,9 +56,6 @@ def test_read(parquet):
             np.testing.assert_equal(result["C"], c[start_row:end_row].to_numpy())
 
 
-@pytest.mark.xfail(
-    strict=True, reason="DataFrame.Field takes no default_value: a field absent from the file is an error"
-)
 def test_read_with_defaults(parquet):
     filename, df = parquet
     batch_size = 32
@@ -124,9 +121,6 @@ def test_dtype_auto_detection_read(parquet):
             np.testing.assert_equal(result["C"], c[start_row:end_row].to_numpy())
 
 
-@pytest.mark.xfail(
-    strict=True, reason="from_parquet takes no field_ignore_case: field names must match the columns' case"
-)
 def test_dtype_auto_detection_read_lower(parquet):
     filename, df = parquet
     batch_size = 32
@@ -177,28 +171,13 @@ def _read_from_generator(parquet, **read_parquet_kwargs):
     assert sorted(seen) == sorted(list(zip(df["A"].tolist(), df["C"].tolist())) * num_epochs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beam_tensorize.tf has no read_parquet (a transformation of a Dataset of file names); "
-    "from_parquet iterates such a Dataset eagerly, which a tf.compat.v1 graph cannot",
-)
 def test_read_from_generator(parquet):
     _read_from_generator(parquet)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beam_tensorize.tf has no read_parquet (a transformation of a Dataset of file names); "
-    "from_parquet iterates such a Dataset eagerly, which a tf.compat.v1 graph cannot",
-)
 def test_read_from_generator_parallel(parquet):
     _read_from_generator(parquet, num_parallel_reads=3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beam_tensorize.tf has no read_parquet (a transformation of a Dataset of file names); "
-    "from_parquet iterates such a Dataset eagerly, which a tf.compat.v1 graph cannot",
-)
 def test_read_from_generator_parallel_auto(parquet):
     _read_from_generator(parquet, num_parallel_reads=AUTOTUNE)

@@ -38,11 +38,6 @@ def parquet(tmp_path_factory):
     return filename, data
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beam_tensorize.tf exports no ParquetDataset (parquet.ParquetDataset takes no batch_size "
-    "and is not a dataset of micro-batches) and has no rebatch",
-)
 def test_ragged(parquet):
     filename, data = parquet
     batch_size = 8

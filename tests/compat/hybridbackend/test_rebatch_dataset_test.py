@@ -65,7 +65,6 @@ def _expected(b, i, batch_size):
     return hb_data.DataFrame.Value(np.array(expected_values), [np.array(expected_splits, dtype=np.int32)])
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_pasthrough(parquet):
     filename, df = parquet
     batch_size = 20
@@ -86,7 +85,6 @@ def test_pasthrough(parquet):
             np.testing.assert_equal(result["C"], c[start_row:end_row].to_numpy())
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_expilict_batch(parquet):
     filename, df = parquet
     micro_batch_size = 20
@@ -108,7 +106,6 @@ def test_expilict_batch(parquet):
             np.testing.assert_equal(result["C"], c[start_row:end_row].to_numpy())
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_ragged(parquet):
     filename, df = parquet
     micro_batch_size = 20
@@ -129,7 +126,6 @@ def test_ragged(parquet):
             np.testing.assert_equal(actual.nested_row_splits, expected.nested_row_splits)
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH + ", nor a parse transformation")
 def test_to_sparse(parquet):
     filename, df = parquet
     micro_batch_size = 20
@@ -153,11 +149,6 @@ def test_to_sparse(parquet):
             )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shuffle_batch shuffles the read batches and the rows inside each, not rows across the "
-    "buffer: every batch is the rows of one run of 32 file rows",
-)
 def test_shuffle_micro_batch(parquet):
     """HybridBackend's test runs 3 batches and asserts nothing. Here each must hold 32 rows of
     the file (`A` and `C` of one row together, no row more often than in the file), and the
@@ -183,7 +174,6 @@ def test_shuffle_micro_batch(parquet):
     assert all(batches[0] - run for run in runs)  # not one run of the file's rows
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_thread_pool(parquet):
     filename, df = parquet
     micro_batch_size = 20
@@ -204,7 +194,6 @@ def test_thread_pool(parquet):
             np.testing.assert_equal(actual.nested_row_splits, expected.nested_row_splits)
 
 
-@pytest.mark.xfail(strict=True, reason=_NO_REBATCH)
 def test_ragged_with_shape(parquet):
     filename, df = parquet
     micro_batch_size = 20
