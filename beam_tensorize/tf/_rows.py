@@ -36,20 +36,24 @@ def in_order(sources: Sequence[Callable[[], Iterator]], ahead: int) -> Iterator:
         return
     stop = threading.Event()
 
+    def put(out: queue.Queue, item) -> bool:
+        """Hand `item` over unless the consumer has stopped (then False)."""
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def fill(source, out: queue.Queue) -> None:
         try:
             for item in source():
-                while not stop.is_set():
-                    try:
-                        out.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(out, item):
                     return
-            out.put(_DONE)
+            put(out, _DONE)
         except BaseException as error:  # noqa: BLE001 - handed to the consumer, raised there
-            out.put(error)
+            put(out, error)
 
     started: list[queue.Queue] = []
 
