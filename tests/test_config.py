@@ -1002,3 +1002,23 @@ def test_an_input_feature_info_with_only_a_transform_config_reads_the_tensor_nam
         10,
     )
     assert user.input.column_expr == "userId"
+
+
+def test_a_hocon_parse_error_is_one_short_line(tmp_path, monkeypatch):
+    """pyparsing's messages may spell out its grammar (kilobytes on several lines): the error
+    keeps the place and the start of the message, on one line."""
+    import pyhocon
+    from pyparsing import ParseException
+
+    def fail(text, resolve=True):
+        raise ParseException(text, 3, "Expected {" + "ws | value\n" * 400 + "}")
+
+    monkeypatch.setattr(pyhocon.ConfigFactory, "parse_string", fail)
+    path = tmp_path / "bad.conf"
+    path.write_text("features: [\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(str(path))
+    message = str(caught.value)
+    assert "\n" not in message and len(message) - len(str(path)) < 220
+    assert message.startswith(f"{path}: invalid HOCON at line 1, column 4: Expected")
+    assert "ws | value ws | value" in message and message.endswith("...")

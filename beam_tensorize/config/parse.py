@@ -546,9 +546,16 @@ def _decode(text: str, format: str, source: str | None) -> Any:
     except ParseBaseException as err:
         raise ConfigError(
             "",
-            f"invalid HOCON at line {err.lineno}, column {err.col}: {err.msg}",
+            f"invalid HOCON at line {err.lineno}, column {err.col}: {_shortened(err.msg)}",
             source,
         ) from None
     except ConfigException as err:
-        raise ConfigError("", f"invalid HOCON: {err}", source) from None
+        raise ConfigError("", f"invalid HOCON: {_shortened(str(err))}", source) from None
     return tree.as_plain_ordered_dict()
+
+
+def _shortened(message: str, limit: int = 160) -> str:
+    """A parser's message on one line, cut to `limit` characters (pyparsing's may spell out
+    its whole grammar, kilobytes long)."""
+    message = " ".join(message.split())
+    return message if len(message) <= limit else message[: limit - 3] + "..."
