@@ -652,8 +652,10 @@ def _tabular(filenames, fields, field_map_fn, to_dense, reads, options: _Options
     if field_map_fn is not None:
         fields = field_map_fn(fields)
     row_group_range(1, options.partition_count, options.partition_index)  # checks the two
-    dataset = TabularDataset(_Reader(filenames, fields, to_dense, reads, options))
-    return dataset if batch_size is None else dataset.batch(batch_size, drop_remainder)
+    reader = _Reader(filenames, fields, to_dense, reads, options)
+    if batch_size is not None:  # the batches only (no row-level dataset to build)
+        return reader.batches(batch_size, drop_remainder)
+    return TabularDataset(reader)
 
 
 class Dataset:
