@@ -16,6 +16,11 @@ distinct values depending on the column (10,000 at most for strings), floats are
 rounded to one decimal (exponential, mean 10), lists hold 0-5 ids.
 
     python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3] [--workdir DIR] [--autotune off]
+    python benchmarks/bench_tf_loading.py --data hybridbackend --rows 600000
+
+`--data hybridbackend` is HybridBackend's own benchmark instead (its docs/data.md table, the
+data as its scripts make it): 200 int64 columns, uniform random in [0, 100), SNAPPY, batches of
+200,000 rows; it prints from_parquet's ratio to the pyarrow floor and to CSV.
 
 Prints the median time per batch of each reader (wall clock and CPU time of the process), the
 ratios the targets are stated in, and the file sizes. Each reader runs in a fresh process; its
@@ -38,7 +43,15 @@ BATCH = 1024
 INTS, FLOATS, STRINGS, LISTS = 60, 60, 30, 50
 
 
-def _columns() -> list[tuple[str, str]]:
+#: HybridBackend's own benchmark (its docs/data.md table, as its scripts make the data): 200
+#: int64 columns, uniform random in [0, 100), written by pyarrow with SNAPPY, read in batches
+#: of 200,000 rows by one thread.
+HB_COLUMNS, HB_BATCH = 200, 200_000
+
+
+def _columns(data: str = "categorical") -> list[tuple[str, str]]:
+    if data == "hybridbackend":
+        return [(f"c{k}", "uniform") for k in range(HB_COLUMNS)]
     return (
         [(f"i{k}", "int") for k in range(INTS)]
         + [(f"f{k}", "float") for k in range(FLOATS)]
@@ -47,7 +60,7 @@ def _columns() -> list[tuple[str, str]]:
     )
 
 
-def write_files(folder: str, rows: int) -> dict[str, str]:
+def write_files(folder: str, rows: int, data: str = "categorical") -> dict[str, str]:
     """The CSV, Parquet and TFRecord files of `rows` generated rows (seeded)."""
     import numpy as np
     import pyarrow as pa
@@ -67,9 +80,11 @@ def write_files(folder: str, rows: int) -> dict[str, str]:
 
     vocabulary = np.array([f"token_{k:05d}" for k in range(10_000)], dtype=object)
     arrays, text = {}, {}
-    for k, (name, kind) in enumerate(_columns()):
+    for k, (name, kind) in enumerate(_columns(data)):
         cardinality = 10 ** (2 + k % 5)  # 100 to 1,000,000 distinct ids, column by column
-        if kind == "int":
+        if kind == "uniform":
+            arrays[name] = pa.array(rng.integers(0, 100, rows, dtype=np.int64))
+        elif kind == "int":
             arrays[name] = pa.array(ids(rows, cardinality))
         elif kind == "float":  # counters and ratios: a few thousand distinct values
             arrays[name] = pa.array(np.round(rng.exponential(10.0, rows), 1).astype(np.float32))
@@ -116,7 +131,7 @@ import tensorflow as tf
 tf.config.threading.set_inter_op_parallelism_threads(1)
 tf.config.threading.set_intra_op_parallelism_threads(1)
 if reader == "csv":
-    defaults = [[0] if k == "int" else [0.0] if k == "float" else [""] for _, k in columns]
+    defaults = [[0] if k in ("int", "uniform") else [0.0] if k == "float" else [""] for _, k in columns]
     lists = [i for i, (_, k) in enumerate(columns) if k == "list"]
     def decode(lines):
         fields = tf.io.decode_csv(lines, defaults)
@@ -129,7 +144,7 @@ if reader == "csv":
         return out
     ds = tf.data.TextLineDataset(path).batch(batch).map(decode)
 elif reader == "tfrecord":
-    spec = {name: tf.io.FixedLenFeature([], tf.int64 if k == "int" else tf.float32 if k == "float" else tf.string)
+    spec = {name: tf.io.FixedLenFeature([], tf.int64 if k in ("int", "uniform") else tf.float32 if k == "float" else tf.string)
             if k != "list" else tf.io.RaggedFeature(tf.int64) for name, k in columns}
     ds = tf.data.TFRecordDataset(path).batch(batch).map(lambda r: tf.io.parse_example(r, spec))
 else:
@@ -149,10 +164,11 @@ print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_ti
 """
 
 
-def measure(reader: str, path: str, autotune: str = "on") -> tuple[float, float]:
+def measure(reader: str, path: str, autotune: str = "on", data: str = "categorical") -> tuple[float, float]:
     """Seconds per batch of `reader` in a fresh process: wall clock and CPU time."""
+    batch = HB_BATCH if data == "hybridbackend" else BATCH
     out = subprocess.run(
-        [sys.executable, "-c", _READER, reader, path, str(BATCH), json.dumps(_columns()), autotune],
+        [sys.executable, "-c", _READER, reader, path, str(batch), json.dumps(_columns(data)), autotune],
         capture_output=True, text=True,
     )  # fmt: skip
     if out.returncode:
@@ -174,29 +190,42 @@ def main() -> None:
         "--autotune", choices=["on", "off"], default="on",
         help="tf.data autotuning of the TensorFlow readers (off: options.autotune.enabled = False)",
     )  # fmt: skip
+    parser.add_argument(
+        "--data", choices=["categorical", "hybridbackend"], default="categorical",
+        help="categorical: the mixed columns above, batches of 1024; hybridbackend: HybridBackend's own "
+        "benchmark data (200 uniform int64 columns in [0, 100), batches of 200,000 rows)",
+    )  # fmt: skip
     args = parser.parse_args()
+    batch = HB_BATCH if args.data == "hybridbackend" else BATCH
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.workdir or scratch
         os.makedirs(folder, exist_ok=True)
         started = time.perf_counter()
         paths = {name: os.path.join(folder, f"data.{name}") for name in ("csv", "parquet", "tfrecord")}
         if not all(os.path.exists(p) for p in paths.values()):
-            paths = write_files(folder, args.rows)
+            paths = write_files(folder, args.rows, args.data)
             print(
-                f"{args.rows} rows x {len(_columns())} columns written in {time.perf_counter() - started:.0f} s"
+                f"{args.rows} rows x {len(_columns(args.data))} columns written in "
+                f"{time.perf_counter() - started:.0f} s"
             )
         sizes = {name: os.path.getsize(path) for name, path in paths.items()}
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in READERS}
         for _ in range(args.runs):  # readers alternate, so a busy moment of the machine hits them all
             for name, kind in READERS.items():
-                runs[name].append(measure(name, paths[kind], args.autotune))
+                runs[name].append(measure(name, paths[kind], args.autotune, args.data))
     wall = {name: statistics.median(w for w, _ in r) for name, r in runs.items()}
     cpu = {name: statistics.median(c for _, c in r) for name, r in runs.items()}
     print(
-        f"{'reader':14} {'wall ms / batch':>16} {'CPU ms / batch':>16}   (batches of {BATCH}, median of {args.runs})"
+        f"{'reader':14} {'wall ms / batch':>16} {'CPU ms / batch':>16}   (batches of {batch}, median of {args.runs})"
     )
     for name in READERS:
         print(f"{name:14} {wall[name] * 1000:16.2f} {cpu[name] * 1000:16.2f}")
+    if args.data == "hybridbackend":
+        for label, times in (("wall", wall), ("CPU", cpu)):
+            ours = times["from_parquet"]
+            print(f"{label}: from_parquet is {ours / times['pyarrow']:.2f}x the pyarrow floor (target <= 1.25), "
+                  f"{times['csv'] / ours:.1f}x faster than csv (HybridBackend reports 21.5x)")  # fmt: skip
+        return
     for label, times in (("wall", wall), ("CPU", cpu)):
         ours = times["from_parquet"]
         print(f"{label}: from_parquet is {ours / times['pyarrow']:.2f}x the pyarrow floor (target <= 2), "
