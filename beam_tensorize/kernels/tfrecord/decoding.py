@@ -303,17 +303,23 @@ def _cast_values(name: str, values: pa.Array, target: pa.DataType, where: str, f
         ) from None
 
 
+def _map_leaves(column: pa.Array, leaves: Callable[[pa.Array], pa.Array]) -> pa.Array:
+    """`column` (scalars, or lists of any depth) with its flat values replaced by
+    `leaves(values)` (as large lists, nulls kept)."""
+    if not is_list_type(column.type):
+        return leaves(column)
+    offsets = pa.array(np.asarray(column.offsets, dtype=np.int64) - column.offsets[0].as_py())
+    inner = _map_leaves(column.flatten(), leaves)
+    return pa.LargeListArray.from_arrays(offsets, inner, mask=column.is_null() if column.null_count else None)
+
+
 def _rounded_half_up(values: pa.Array, scale: int) -> pa.Array:
     """Float values (any list depth) rounded to `scale` decimal places with ties away from zero,
     as Spark stores a float in a decimal column (`Decimal.changePrecision`, `ROUND_HALF_UP`:
     2.5 -> 3, -2.5 -> -3; Arrow's own cast rounds ties to even, 2.5 -> 2)."""
-    if is_list_type(values.type):
-        offsets = pa.array(np.asarray(values.offsets, dtype=np.int64) - values.offsets[0].as_py())
-        inner = _rounded_half_up(values.flatten(), scale)
-        return pa.LargeListArray.from_arrays(
-            offsets, inner, mask=values.is_null() if values.null_count else None
-        )
-    return pc.round(values.cast(pa.float64()), scale, round_mode="half_towards_infinity")
+    return _map_leaves(
+        values, lambda flat: pc.round(flat.cast(pa.float64()), scale, round_mode="half_towards_infinity")
+    )
 
 
 #: Kinds a field of another kind takes when the schema was inferred, as the inference widened
@@ -325,15 +331,14 @@ _PROMOTIONS = {("int64", "float"), ("int64", "bytes"), ("float", "bytes")}
 def _promote_leaves(column: pa.Array, kind: str) -> pa.Array:
     """`column` (lists of int64 / float values, any depth) with its values as `kind`: floats,
     or text as Java prints numbers (`1`, `0.5`, `1.0`: a float always shows a fraction)."""
-    if is_list_type(column.type):
-        offsets = pa.array(np.asarray(column.offsets, dtype=np.int64) - column.offsets[0].as_py())
-        inner = _promote_leaves(column.flatten(), kind)
-        mask = column.is_null() if column.null_count else None
-        return pa.LargeListArray.from_arrays(offsets, inner, mask=mask)
+    return _map_leaves(column, lambda values: _promoted(values, kind))
+
+
+def _promoted(values: pa.Array, kind: str) -> pa.Array:
     if kind == "float":
-        return column.cast(pa.float32())
-    text = column.cast(pa.large_string())
-    if pa.types.is_floating(column.type):
+        return values.cast(pa.float32())
+    text = values.cast(pa.large_string())
+    if pa.types.is_floating(values.type):
         plain = pc.match_substring_regex(text, r"^-?[0-9]+$")
         suffix = pa.scalar(".0", pa.large_string())
         text = pc.if_else(
