@@ -365,6 +365,11 @@ def test_partitions_of_row_groups_defaults_ignore_case_and_corrupted_files(tmp_p
     assert batch["label"].numpy().tolist() == [0.5] * 30
     with pytest.raises(ValueError, match="no column 'id'"):
         Dataset.from_parquet(path, fields=["id"])
+    lists = str(tmp_path / "lists.parquet")
+    pq.write_table(pa.table({"tags": [[1], [], [2, 3]]}), lists)
+    fields = [DataFrame.Field("tags"), DataFrame.Field("w", tf.int64, default_value=7)]
+    (batch,) = Dataset.from_parquet(lists, fields=fields).batch(10)  # rows counted from a list column
+    assert tensor_lists(batch["tags"]) == [[1], [], [2, 3]] and batch["w"].numpy().tolist() == [7, 7, 7]
 
     good, damaged = str(tmp_path / "good.parquet"), tmp_path / "damaged.parquet"
     pq.write_table(pa.table({"x": list(range(5))}), good)

@@ -432,27 +432,32 @@ class _Reader:
         return self._finish(dataset, values)
 
     def _finish(self, dataset: tf.data.Dataset, values: bool) -> tf.data.Dataset:
+        """One `map` per batch: lists as sparse (or padded) tensors, or, with `values`, kept
+        as `DataFrame.Value`s (those of a fixed shape with values `[rows, *shape]`); the
+        defaults added; the fields in their order."""
         fields, defaults = self._read_fields, self._defaults
         pad = True if self._to_dense is True else list(self._to_dense or ())
-        if not values:
-            dataset = dataset.map(lambda batch: DataFrame.parse(batch, pad=pad, fields=fields))
-        else:  # lists of a fixed shape: values of shape [rows, *shape], row splits kept
-            shaped = [f for f in fields if f.shape]
-            if shaped:
-
-                def reshaped(batch):
-                    dense = DataFrame.parse({f.name: batch[f.name] for f in shaped}, fields=shaped)
-                    splits = {f.name: batch[f.name].nested_row_splits for f in shaped}
-                    return {**batch, **{name: _Value(dense[name], splits[name]) for name in splits}}
-
-                dataset = dataset.map(reshaped)
-        if defaults:
-            first = fields[0]
-            dataset = dataset.map(
-                lambda batch: {**batch, **_defaults_for(defaults, _rows(batch[first.name], first))}
-            )
+        shaped = [f for f in fields if f.shape]
+        if values and not shaped and not defaults:
+            return dataset
         names = [f.name for f in self.fields]
-        return dataset.map(lambda batch: {name: batch[name] for name in names})
+
+        def finish(batch):
+            first = fields[0]
+            rows = _rows(batch[first.name], first)  # before lists become sparse tensors
+            if not values:
+                batch = DataFrame.parse(batch, pad=pad, fields=fields)
+            elif shaped:
+                dense = DataFrame.parse({f.name: batch[f.name] for f in shaped}, fields=shaped)
+                batch = {
+                    **batch,
+                    **{f.name: _Value(dense[f.name], batch[f.name].nested_row_splits) for f in shaped},
+                }
+            if defaults:
+                batch = {**batch, **_defaults_for(defaults, rows)}
+            return {name: batch[name] for name in names}
+
+        return dataset.map(finish)
 
 
 def _defaults_for(fields: Sequence[_Field], rows: tf.Tensor) -> dict:
