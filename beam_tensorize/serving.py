@@ -146,8 +146,8 @@ class Preprocessor:
     ) -> Preprocessor:
         """A transformation from a config and a folder of feature lists (`<dir>/<tensor>`, one
         entry per line, as `featureList/` or external lists), with the job's settings
-        (`extra_columns`, `filter_zeros`, `discard_unknown_entries`, `partition_field_name`,
-        `num_partitions`, `folder_columns`; see `TransformSettings`).
+        (`extra_columns`, `filter_zeros`, `check_shapes`, `discard_unknown_entries`,
+        `partition_field_name`, `num_partitions`, `folder_columns`; see `TransformSettings`).
 
         Raises:
             ServingError: the folder holds no list.
@@ -220,7 +220,9 @@ class Preprocessor:
             ServingError: a row the batch job would have made a dead letter (names the row and
                 the reason).
         """
-        result, _ = convert_rows(self.tensor_batch(batch), self.layouts, self.settings.folder_columns)
+        result, _ = convert_rows(
+            self.tensor_batch(batch), self.layouts, self.settings.folder_columns, self.settings.check_shapes
+        )
         if len(result.bad_rows):
             row, reason = int(result.bad_rows[0]), result.reasons[0]
             raise ServingError(

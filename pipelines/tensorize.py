@@ -212,6 +212,13 @@ class TensorizeOptions(PipelineOptions):
         )
         _add_switch(
             parser,
+            "--check_shapes",
+            "Make a row whose outer dimension differs from its tensor's fixed shape (3 values for "
+            "[10]) a bad record. By default it is written as it is, as Avro2TF writes it, counted in "
+            "the summary, and the metadata reads that tensor back as ragged.",
+        )
+        _add_switch(
+            parser,
             "--discard_unknown_entries",
             "Leave entries that are not in their feature list out of lists and vectors, "
             "instead of giving them the unknown id (Avro2TF's --discard-unknown-entries); a scalar "
@@ -384,6 +391,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         shared_feature_lists=tuple(tuple(g) for g in groups),
         external_feature_lists=options.external_feature_lists,
         filter_zeros=options.filter_zeros,
+        check_shapes=options.check_shapes,
         discard_unknown_entries=options.discard_unknown_entries,
         term_only_feature_lists=options.term_only_feature_lists,
         partition_field_name=options.partition_field_name,
@@ -483,7 +491,7 @@ def _summary(
         prefix = posixpath.join(output, split) + "/"
         files = [f[len(prefix) :] if f.startswith(prefix) else f for f in committed.get("files", [])]
         data = {**data, "numRecords": committed["numRecords"], "badRecords": committed.get("badRecords", 0),
-                "files": files}  # fmt: skip
+                "files": files, "offShape": committed.get("offShape", {})}  # fmt: skip
     counters = _counters(result)
     rows_read = None if counters is None else counters.get(metrics.ROWS_READ, 0)
     if not rows_read and totals.get(metrics.ROWS_READ):
@@ -507,6 +515,12 @@ def _summary(
     if spec.report != "none" and not spec.skip_conversion:
         json_path, html_path = report_paths(output, split)
         lines.append(f"  report:        {html_path if spec.report == 'html' else json_path}")
+    if data.get("offShape"):
+        counted = ", ".join(f"{name} {rows}" for name, rows in data["offShape"].items())
+        lines.append(
+            f"  off shape:     rows kept whose outer dimension differs from the config's fixed shape: "
+            f"{counted} (read back ragged; --check_shapes makes them bad records)"
+        )
     if data.get("deduplication"):
         lines.append(
             f"  deduplicated:  {data['numRecords']} rows in {data.get('numBlocks')} blocks{_saved(counters)}"

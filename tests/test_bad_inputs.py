@@ -255,9 +255,13 @@ def test_overwrite_with_another_config_leaves_no_stale_feature_lists(tmp_path):
     ]
 
 
+#: The flag that makes `two_genres_config`'s rows of other than two genres bad records.
+CHECK_SHAPES = "--check_shapes"
+
+
 def two_genres_config(tmp_path):
-    """A config whose `genres` takes exactly two genre terms: the sample's rows with another
-    number of genres are bad records."""
+    """A config whose `genres` takes exactly two genre terms: with `--check_shapes`
+    (`CHECK_SHAPES`), the sample's rows with another number of genres are bad records."""
     import json
 
     config = tmp_path / "genres2.json"
@@ -274,7 +278,7 @@ def test_a_failed_run_keeps_the_dead_letters_of_the_output_it_leaves(tmp_path, c
 
     config = two_genres_config(tmp_path)
     out = tmp_path / "o"
-    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out)]
+    args = ["--input", SAMPLE_AVRO, "--config", str(config), "--output", str(out), CHECK_SHAPES]
     assert main([*args, "--max_bad_records_ratio", "1"]) == 0
     dead = out / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl"
     digest = hashlib.md5(dead.read_bytes()).hexdigest()

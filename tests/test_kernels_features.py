@@ -236,10 +236,28 @@ def test_scalar_with_shape_minus_one_becomes_list():
     ],
 )
 def test_bad_rows_are_reported_and_dropped(column, spec, bad_rows, reason):
-    result = to_feature_columns(pa.RecordBatch.from_pydict({"x": column}), layouts(spec))
+    result = to_feature_columns(pa.RecordBatch.from_pydict({"x": column}), layouts(spec), check_shapes=True)
     assert result.bad_rows.tolist() == bad_rows
     assert result.reasons == [reason] * len(bad_rows)
     assert result.features.num_rows == len(column) - len(bad_rows)
+    assert result.off_shape == {}
+
+
+def test_rows_off_the_outer_fixed_dimension_are_kept_and_counted_by_default():
+    """Avro2TF never checks shapes: a [2] tensor of 1 or 3 values (or a null) is written as it
+    is; the rows are counted per tensor. Inner dimensions are still checked (the Example holds
+    the values flat) and a row bad for that is not counted as off shape."""
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "x": pa.array([[1, 2], [3], [4, 5, 6], None]),
+            "m": pa.array([[[1, 2]], [[1, 2], [3, 4]], [[1, 2, 3]], [[5, 6]]]),
+        }
+    )
+    result = to_feature_columns(batch, layouts(("x", "long", (2,), False), ("m", "long", (1, 2), False)))
+    assert result.bad_rows.tolist() == [2]
+    assert result.reasons == ["tensor 'm': expected 2 values at dimension 1, got 3"]
+    assert result.features.to_pydict() == {"x": [[1, 2], [3], []], "m": [[1, 2], [1, 2, 3, 4], [5, 6]]}
+    assert result.off_shape == {"x": 2, "m": 1}
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 
 from beam_tensorize.config import parse_config
 from beam_tensorize.kernels import avro
-from beam_tensorize.kernels.dead_letters import encode_with_dead_letters
+from beam_tensorize.kernels.dead_letters import encode_with_dead_letters, off_shape_of
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
@@ -96,7 +96,7 @@ def test_encode_with_dead_letters_keeps_columns_and_names_the_bad_rows():
         pa.RecordBatch.from_pydict({"x": [[1, 2], [3], [4, 5]], "day": [1, 2, 3]}), "in.avro", 99
     )
     layouts = [FeatureLayout.for_tensor("x", "long", (2,), False)]
-    examples, dead = encode_with_dead_letters(batch, layouts, keep_columns=["day"])
+    examples, dead = encode_with_dead_letters(batch, layouts, keep_columns=["day"], check_shapes=True)
     assert examples.column("day").to_pylist() == [1, 3]
     assert (
         examples.column("serialized").to_pylist()
@@ -112,6 +112,25 @@ def test_encode_with_dead_letters_keeps_columns_and_names_the_bad_rows():
     ]
     with pytest.raises(KeyError, match=r"columns to keep \['nope'\]"):
         encode_with_dead_letters(batch, layouts, keep_columns=["nope"])
+
+
+def test_encode_with_dead_letters_keeps_rows_off_their_shape_and_tags_the_count():
+    """By default (Avro2TF's rule) a [2] tensor of 1 value is written as it is; the batch's
+    schema metadata counts it beside the source tag."""
+    batch = with_source(
+        pa.RecordBatch.from_pydict({"x": [[1, 2], [3], [4, 5]], "day": [1, 2, 3]}), "in.avro", 99
+    )
+    layouts = [FeatureLayout.for_tensor("x", "long", (2,), False)]
+    examples, dead = encode_with_dead_letters(batch, layouts, keep_columns=["day"])
+    assert dead == []
+    assert examples.column("day").to_pylist() == [1, 2, 3]
+    assert (
+        examples.column("serialized").to_pylist()
+        == encode_examples(pa.RecordBatch.from_pydict({"x": [[1, 2], [3], [4, 5]]})).to_pylist()
+    )
+    assert source_of(examples) == ("in.avro", 99)
+    assert off_shape_of(examples) == {"x": 1}
+    assert off_shape_of(encode_with_dead_letters(batch.slice(0, 1), layouts).examples) == {}
 
 
 def test_shard_chunks_spread_records_round_robin_per_partition_folder():

@@ -24,7 +24,7 @@ from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import HashFeatures
 from pipelines import report as report_cli
 from pipelines.tensorize import main
-from tests.test_bad_inputs import two_genres_config
+from tests.test_bad_inputs import CHECK_SHAPES, two_genres_config
 from tests.test_report_kernels import (
     GENERATED_CONFIG,
     HASHED_KINDS_CONFIG,
@@ -143,7 +143,7 @@ def test_bad_report_flags_are_one_line(tmp_path, capsys, flag, value, message):
 
 
 def test_bad_rows_are_grouped_by_reason_and_a_failing_run_writes_no_report(tmp_path, capsys):
-    args = ["--input", SAMPLE_AVRO, "--config", str(two_genres_config(tmp_path)), "--quiet"]
+    args = ["--input", SAMPLE_AVRO, "--config", str(two_genres_config(tmp_path)), "--quiet", CHECK_SHAPES]
     out = tmp_path / "ok"
     assert main([*args, "--output", str(out), "--max_bad_records_ratio", "1"]) == 0
     report = _report(out)

@@ -3,6 +3,7 @@ for every raw record, exactly what the batch job wrote."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -261,8 +262,15 @@ def test_a_record_the_job_would_reject_is_an_error_naming_it(sample_output):
     pre = Preprocessor.from_output(str(sample_output))
     good = _avro_records(SAMPLE_AVRO)[0]
     short = dict(good, movieLatentFactorFeatures=good["movieLatentFactorFeatures"][:2])
+    # The job kept rows off their fixed shape (its default, Avro2TF's rule): so does serving.
+    assert pre.settings.check_shapes is False
+    kept = pre.transform([good, short])[1]["movieLatentFactors"]
+    assert kept.tolist() == pytest.approx([f["value"] for f in short["movieLatentFactorFeatures"]])
+    checking = Preprocessor(
+        pre.config, pre.feature_lists, dataclasses.replace(pre.settings, check_shapes=True)
+    )
     with pytest.raises(ServingError, match=r"record 1: tensor 'movieLatentFactors': expected 30 values"):
-        pre.transform([good, short])
+        checking.transform([good, short])
     with pytest.raises(ServingError, match=r"record 0 does not fit the input schema"):
         pre.transform([dict(good, movieId="not a number")])
 

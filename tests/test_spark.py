@@ -269,9 +269,16 @@ def test_validation_mode_uses_the_lists_of_the_train_run(spark, sample_train, tm
 def test_bad_records_go_to_dead_letters_and_a_failed_check_commits_nothing(spark, small_blocks, tmp_path):
     config = parse_config(BAD_ROWS_CONFIG)
     beam_out, spark_out = tmp_path / "beam", tmp_path / "spark"
-    _beam(config, beam_out, small_blocks, max_bad_records_ratio=1.0, **SMALL_READS)
+    # `genres` of other than 2 values are bad records with check_shapes (kept by default).
+    _beam(config, beam_out, small_blocks, max_bad_records_ratio=1.0, check_shapes=True, **SMALL_READS)
     result = tensorize_spark(
-        spark, small_blocks, config, str(spark_out), max_bad_records_ratio=1.0, **SMALL_READS
+        spark,
+        small_blocks,
+        config,
+        str(spark_out),
+        max_bad_records_ratio=1.0,
+        check_shapes=True,
+        **SMALL_READS,
     )
     _assert_same_output(beam_out, spark_out)
     assert (result["numRecords"], result["badRecords"]) == (87, 213)
@@ -296,6 +303,7 @@ def test_bad_records_go_to_dead_letters_and_a_failed_check_commits_nothing(spark
             str(spark_out),
             save_mode="overwrite",
             max_bad_records_ratio=0.5,
+            check_shapes=True,
             **SMALL_READS,
         )
     after = _tree(spark_out)

@@ -16,6 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_tensorize import metrics
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.io import ReadAvro, WriteTFRecord
+from beam_tensorize.kernels.dead_letters import off_shape_of
 from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.tfrecord.framing import iter_tfrecords
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
@@ -113,7 +114,7 @@ def test_encode_examples_routes_bad_rows_to_dead_letters():
     config = parse_config({"features": [{"outputTensorInfo": {"name": "x", "dtype": "long", "shape": [2]}}]})
     batch = with_source(pa.RecordBatch.from_pydict({"x": [[1, 2], [3], None]}), "/in/f.avro", 99)
     with TestPipeline() as p:
-        out = p | beam.Create([batch]) | EncodeExamples(config)
+        out = p | beam.Create([batch]) | EncodeExamples(config, check_shapes=True)
         assert_that(out.examples | beam.Map(lambda b: b.num_rows), equal_to([1]))
         assert_that(
             out.dead_letters,
@@ -133,6 +134,23 @@ def test_encode_examples_routes_bad_rows_to_dead_letters():
             ),
             label="DeadLetters",
         )
+
+
+def test_encode_examples_keeps_rows_off_their_shape_by_default():
+    """Avro2TF never checks shapes: the rows are written as they are, and counted."""
+    import tensorflow as tf
+
+    config = parse_config({"features": [{"outputTensorInfo": {"name": "x", "dtype": "long", "shape": [2]}}]})
+    batch = with_source(pa.RecordBatch.from_pydict({"x": [[1, 2], [3], None]}), "/in/f.avro", 99)
+    with TestPipeline() as p:
+        out = p | beam.Create([batch]) | EncodeExamples(config)
+        parsed = out.examples | beam.FlatMap(
+            lambda b: [list(tf.train.Example.FromString(r).features.feature["x"].int64_list.value)
+                       for r in b.column("serialized").to_pylist()]
+        )  # fmt: skip
+        assert_that(parsed, equal_to([[1, 2], [3], []]))
+        assert_that(out.examples | beam.Map(off_shape_of), equal_to([{"x": 2}]), label="OffShape")
+        assert_that(out.dead_letters, equal_to([]), label="NoDeadLetters")
 
 
 def _serialized_batches(n_batches=4, rows=25):

@@ -23,7 +23,7 @@ from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.transaction import CommitConflict, Transaction
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
-from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.metadata import METADATA_FILE, sum_counts
 from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN, PARTITION_ID_LAYOUT
 
 if TYPE_CHECKING:  # the spec's module imports this one
@@ -35,6 +35,7 @@ __all__ = [
     "DEAD_LETTER_FOLDER",
     "EXECUTION_MODES",
     "GOOD",
+    "OFF_SHAPE",
     "SPLIT_FOLDERS",
     "check_bad_records",
     "check_partition_columns",
@@ -56,7 +57,7 @@ DEAD_LETTER_FOLDER = "deadLetters"
 DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
 #: Where a run that failed the bad-record check leaves its dead letters (below the split's).
 FAILED_FOLDER = "_failed"
-GOOD, BAD = "good", "bad"
+GOOD, BAD, OFF_SHAPE = "good", "bad", "off_shape"
 
 
 def extra_layouts(batch, names: tuple[str, ...]) -> tuple:
@@ -110,15 +111,18 @@ def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = F
     it leaves as it was; a run that fails the check leaves its lines in
     `<folder>/_failed/part-00000-of-00001.jsonl` for inspection (named in the error).
     """
-    good, lines = 0, []
+    good, lines, off_shape = 0, [], {}
     for kind, value in grouped[1]:
         if kind == GOOD:
             good += value
+        elif kind == OFF_SHAPE:
+            off_shape = sum_counts(off_shape, value)
         else:
             lines.append(value)
     lines.sort()
+    kept = {"offShape": off_shape} if off_shape else {}
     if ignoring:
-        return {"numRecords": good, "badRecords": len(lines)}
+        return {"numRecords": good, "badRecords": len(lines), **kept}
     text = "".join(f"{line}\n" for line in lines)
     bad, total = len(lines), good + len(lines)
     if bad and bad / total > max_ratio:
@@ -132,7 +136,7 @@ def check_bad_records(grouped, folder: str, max_ratio: float, ignoring: bool = F
         )
     pending = posixpath.join(folder, TEMP_FOLDER, f"{uuid.uuid4().hex}.jsonl")
     write_text_atomically(pending, text)
-    return {"numRecords": good, "badRecords": bad, "deadLetters": pending}
+    return {"numRecords": good, "badRecords": bad, "deadLetters": pending, **kept}
 
 
 def _first_reason(lines: list[str]) -> str:
@@ -169,13 +173,17 @@ def describe_split(
     appended_to: dict | None = None,
 ) -> dict:
     """The metadata's `data` entry of the committed split. `appended_to`: the split's entry in
-    the metadata before an append (its files and counts are kept, the new ones added)."""
+    the metadata before an append (its files and counts are kept, the new ones added).
+    `offShape` counts the rows kept off their tensor's fixed shape (see `OFF_SHAPE`)."""
     info = {
         "format": output_format,
         "files": written["files"],
         "numRecords": written["numRecords"],
         "badRecords": counts["badRecords"],
     }
+    off_shape = sum_counts(counts.get("offShape"), (appended_to or {}).get("offShape"))
+    if off_shape:
+        info["offShape"] = off_shape
     if appended_to:
         info["files"] = [
             *appended_to.get("files", []),
@@ -262,7 +270,8 @@ def commit_split(
 
     Returns:
         the job's summary: `output`, `split`, `files`, `numRecords`, `badRecords`,
-        `metadata` (or `skipped`, or `conversionSkipped`).
+        `metadata`, `offShape` when rows were kept off their fixed shape (or `skipped`, or
+        `conversionSkipped`).
     """
     out, split = spec.output, spec.split
     with Transaction(out, run) as txn:
@@ -299,6 +308,7 @@ def commit_split(
         "numRecords": info["numRecords"],
         "badRecords": info["badRecords"],
         "metadata": metadata,
+        **({"offShape": counts["offShape"]} if counts.get("offShape") else {}),
     }
 
 

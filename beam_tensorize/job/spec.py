@@ -77,6 +77,10 @@ class TensorizeSpec:
         shared_feature_lists: groups of tensors sharing one feature list.
         external_feature_lists: a folder of ready feature lists.
         filter_zeros: drop zeros from name-term-value sparse vectors.
+        check_shapes: a row whose outer dimension differs from its tensor's fixed shape (3
+            values for `[10]`) is a bad record. By default it is written as it is, as Avro2TF
+            writes it, counted (`offShape` in the metadata's `data` entry and the summary), and
+            the metadata reads that tensor back as ragged.
         discard_unknown_entries: leave entries that are not in their feature list out of lists
             and vectors instead of giving them the unknown id (Avro2TF's
             --discard-unknown-entries; scalars keep the unknown id).
@@ -124,6 +128,7 @@ class TensorizeSpec:
     shared_feature_lists: tuple[tuple[str, ...], ...] = ()
     external_feature_lists: str | None = None
     filter_zeros: bool = False
+    check_shapes: bool = False
     discard_unknown_entries: bool = False
     term_only_feature_lists: bool = False
     extra_columns: tuple[str, ...] = ()
@@ -262,6 +267,7 @@ class TensorizeSpec:
         return TransformSettings(
             extra_columns=self.extra_columns,
             filter_zeros=self.filter_zeros,
+            check_shapes=self.check_shapes,
             discard_unknown_entries=self.discard_unknown_entries,
             partition_field_name=self.partition_field_name,
             num_partitions=self.num_partitions,

@@ -9,7 +9,7 @@ Example:
     >>> from beam_tensorize.kernels.features.conversion import FeatureLayout
     >>> layouts = [FeatureLayout.for_tensor("x", "long", (2,), False)]
     >>> batch = pa.RecordBatch.from_pydict({"x": [[1, 2], [3]], "day": [1, 2]})
-    >>> out = encode_with_dead_letters(batch, layouts, keep_columns=["day"])
+    >>> out = encode_with_dead_letters(batch, layouts, keep_columns=["day"], check_shapes=True)
     >>> out.examples.schema.names, out.examples.column("day").to_pylist()
     (['serialized', 'day'], [1])
     >>> out.dead_letters[0]["reason"]
@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -34,12 +35,24 @@ from beam_tensorize.kernels.parquet_output import tensor_columns
 from beam_tensorize.kernels.provenance import describe_row
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 
-__all__ = ["DEAD_LETTERS", "SERIALIZED_COLUMN", "EncodedBatch", "convert_rows", "encode_with_dead_letters"]
+__all__ = [
+    "DEAD_LETTERS",
+    "OFF_SHAPE_KEY",
+    "SERIALIZED_COLUMN",
+    "EncodedBatch",
+    "convert_rows",
+    "encode_with_dead_letters",
+    "off_shape_of",
+]
 
 #: Column of serialized examples in encoded batches.
 SERIALIZED_COLUMN = "serialized"
 #: Output tag of the bad records of every step that has a dead-letter output.
 DEAD_LETTERS = "dead_letters"
+#: Schema metadata of an encoded batch: JSON `{tensor: rows}` of the rows kept whose outer
+#: dimension differs from their tensor's fixed shape (`ConversionResult.off_shape`); the commit
+#: counts them (the metadata reads such a tensor back as ragged).
+OFF_SHAPE_KEY = b"beam_tensorize.off_shape"
 
 
 class EncodedBatch(NamedTuple):
@@ -48,7 +61,8 @@ class EncodedBatch(NamedTuple):
     Attributes:
         examples: the good rows: a binary column `serialized` (their Examples; for Parquet
             output, the tensor columns instead) and the kept
-            columns, in row order, with the input batch's schema metadata (its source tag).
+            columns, in row order, with the input batch's schema metadata (its source tag)
+            and, when some rows are off their fixed shape, `OFF_SHAPE_KEY`.
         dead_letters: one dict `{"source", "reason", "tensors"}` per bad row.
     """
 
@@ -56,13 +70,28 @@ class EncodedBatch(NamedTuple):
     dead_letters: list[dict]
 
 
+def off_shape_of(examples: pa.RecordBatch) -> dict[str, int]:
+    """The `OFF_SHAPE_KEY` counts of an encoded batch (`{}` when every row fits its shape).
+
+    Example:
+        >>> layouts = [FeatureLayout.for_tensor("x", "long", (2,), False)]
+        >>> off_shape_of(encode_with_dead_letters(pa.RecordBatch.from_pydict({"x": [[1]]}), layouts).examples)
+        {'x': 1}
+    """
+    found = (examples.schema.metadata or {}).get(OFF_SHAPE_KEY)
+    return json.loads(found) if found else {}
+
+
 def convert_rows(
-    batch: pa.RecordBatch, layouts: Sequence[FeatureLayout], keep_columns: Sequence[str] = ()
+    batch: pa.RecordBatch,
+    layouts: Sequence[FeatureLayout],
+    keep_columns: Sequence[str] = (),
+    check_shapes: bool = False,
 ) -> tuple[ConversionResult, tuple[FeatureLayout, ...]]:
     """The Example feature columns of a tensor batch (`to_feature_columns`) and every layout
     used: the tensors' (a dense NTV vector's with its run-time dimension), then those of the
     columns without one (extra columns, stored by their Arrow type, `layout_for_column`);
-    `keep_columns` are left out.
+    `keep_columns` are left out. `check_shapes`: as `to_feature_columns`.
 
     Raises:
         FeatureDataError: a column's type does not fit its tensor at all.
@@ -70,7 +99,7 @@ def convert_rows(
     known = {layout.name for layout in layouts} | set(keep_columns)
     extra = [layout_for_column(f.name, f.type) for f in batch.schema if f.name not in known]
     encoded = batch.drop_columns(list(keep_columns)) if keep_columns else batch
-    result = to_feature_columns(encoded, tuple(layouts) + tuple(extra))
+    result = to_feature_columns(encoded, tuple(layouts) + tuple(extra), check_shapes)
     return result, result.layouts  # a dense vector's with its run-time dimension
 
 
@@ -79,6 +108,7 @@ def encode_with_dead_letters(
     layouts: Sequence[FeatureLayout],
     keep_columns: Sequence[str] = (),
     output_format: str = "tfrecord",
+    check_shapes: bool = False,
 ) -> EncodedBatch:
     """Serialize the rows of a tensor batch as `tf.train.Example`s (or, for Parquet output, as
     tensor columns: `beam_tensorize.kernels.parquet_output.tensor_columns`); bad rows become
@@ -94,6 +124,9 @@ def encode_with_dead_letters(
         keep_columns: columns to pass through instead of encoding.
         output_format: "tfrecord" (a `serialized` column of Examples) or "parquet" (a column
             per tensor, two per sparse tensor).
+        check_shapes: a row whose outer dimension differs from its tensor's fixed shape is a
+            dead letter; by default it is kept as it is (Avro2TF's rule) and counted
+            (`off_shape_of`).
 
     Raises:
         KeyError: a column to keep is missing.
@@ -109,7 +142,7 @@ def encode_with_dead_letters(
     missing = [name for name in keep if name not in batch.schema.names]
     if missing:
         raise KeyError(f"EncodeExamples: columns to keep {missing} are not among {batch.schema.names}")
-    result, every_layout = convert_rows(batch, layouts, keep)
+    result, every_layout = convert_rows(batch, layouts, keep, check_shapes)
     if output_format in ("parquet", "avro"):
         data = tensor_columns(result.features, every_layout, sparse_as_records=output_format == "avro")
     else:
@@ -120,7 +153,10 @@ def encode_with_dead_letters(
         good = np.ones(batch.num_rows, bool)
         good[result.bad_rows] = False
         kept = kept.filter(pa.array(good))
-    schema = pa.schema([*data.schema, *kept.schema], metadata=batch.schema.metadata)
+    tags = dict(batch.schema.metadata or {})
+    if result.off_shape:
+        tags[OFF_SHAPE_KEY] = json.dumps(result.off_shape, sort_keys=True).encode()
+    schema = pa.schema([*data.schema, *kept.schema], metadata=tags or None)
     examples = pa.RecordBatch.from_arrays([*data.columns, *kept.columns], schema=schema)
     dead_letters = []
     if len(result.bad_rows):

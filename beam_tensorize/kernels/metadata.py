@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "integer_tensor_names",
     "merge_maxima",
     "metadata_json",
+    "sum_counts",
 ]
 
 FORMAT_VERSION = 1
@@ -128,12 +130,27 @@ def merge_maxima(maxima: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return dict(sorted(merged.items()))
 
 
+def sum_counts(*counts: Mapping[str, int] | None) -> dict[str, int]:
+    """Per name, the sum of several `{name: count}` (names sorted).
+
+    Example:
+        >>> sum_counts({"b": 1}, None, {"a": 2, "b": 3})
+        {'a': 2, 'b': 4}
+    """
+    total: dict[str, int] = {}
+    for found in counts:
+        for name, n in (found or {}).items():
+            total[name] = total.get(name, 0) + n
+    return dict(sorted(total.items()))
+
+
 def _tensor_entry(
     tensor: TensorConfig,
     feature_list: FeatureList | None,
     list_path: str | None,
     maximum: int | None,
     discard: bool = False,
+    off_shape_rows: int = 0,
 ) -> dict:
     out = tensor.output
     layout = layout_of(tensor)
@@ -141,6 +158,9 @@ def _tensor_entry(
     size = _vector_size(tensor, feature_list, discard)
     # Lists and vectors lose their unknown entries when discarding; a scalar keeps the id.
     unknown_id = feature_list is not None and not (discard and (out.shape or feature_list.ntv))
+    if off_shape_rows and layout.kind == "fixed_len" and layout.shape:
+        # Rows of another outer length were kept (Avro2TF's rule): read the values back ragged.
+        layout = dataclasses.replace(layout, shape=(-1, *layout.shape[1:]), kind="ragged")
     parse = _parse_entry(layout)
     keys = _feature_keys(layout)
     if size is not None and layout.kind == "sparse":
@@ -171,6 +191,8 @@ def _tensor_entry(
         "parse": parse,
         "input": tensor.input.to_json_dict(),
     }
+    if off_shape_rows:
+        entry["offShapeRows"] = off_shape_rows
     if hash_info is not None:
         entry["hashing"] = hashing_description(hash_info)
     if feature_list is not None:
@@ -200,7 +222,10 @@ def build_metadata(
 
     Args:
         config: the parsed config.
-        splits: per split folder (e.g. `trainingData`): `{"files": [...], "numRecords": n, ...}`.
+        splits: per split folder (e.g. `trainingData`): `{"files": [...], "numRecords": n, ...}`;
+            a split's `offShape` (`{tensor: rows}`, rows kept whose outer dimension differs from
+            the tensor's fixed shape) makes that tensor's parse entry ragged, with
+            `offShapeRows` the rows over all splits.
         feature_lists: the feature lists used, by tensor name.
         list_paths: where each feature list is, relative to the output folder.
         record_type: the TFRecord payload type.
@@ -219,9 +244,17 @@ def build_metadata(
     lists = dict(feature_lists or {})
     paths = dict(list_paths or {})
     maxima = dict(maxima or {})
+    off_shape = sum_counts(*(info.get("offShape") for info in (splits or {}).values()))
 
     def entry(t: TensorConfig) -> dict:
-        return _tensor_entry(t, lists.get(t.name), paths.get(t.name), maxima.get(t.name), discard_unknown)
+        return _tensor_entry(
+            t,
+            lists.get(t.name),
+            paths.get(t.name),
+            maxima.get(t.name),
+            discard_unknown,
+            off_shape.get(t.name, 0),
+        )
 
     features = [entry(t) for t in config.features]
     partition_ids = (transform or {}).get("partitionIds")

@@ -37,6 +37,7 @@ class TransformSettings:
     Attributes:
         extra_columns: input columns kept beside the tensors (names or `expression:name`).
         filter_zeros: zero values were dropped from name-term-value sparse vectors.
+        check_shapes: rows off their tensor's fixed shape were bad records (not kept as they are).
         discard_unknown_entries: entries not in their feature list were left out.
         partition_field_name: the column Avro2TF's `partitionId` was computed from, or None.
         num_partitions: how many partition ids.
@@ -46,6 +47,7 @@ class TransformSettings:
 
     extra_columns: tuple[str, ...] = ()
     filter_zeros: bool = False
+    check_shapes: bool = False
     discard_unknown_entries: bool = False
     partition_field_name: str | None = None
     num_partitions: int = 100
@@ -59,6 +61,7 @@ class TransformSettings:
         return {
             "extraColumns": list(self.extra_columns),
             "filterZeros": self.filter_zeros,
+            "checkShapes": self.check_shapes,
             "discardUnknownEntries": self.discard_unknown_entries,
             "partitionIds": (
                 {"field": self.partition_field_name, "numPartitions": self.num_partitions}
@@ -83,6 +86,7 @@ class TransformSettings:
         return cls(
             extra_columns=tuple(document.get("extraColumns", ())),
             filter_zeros=bool(document.get("filterZeros", False)),
+            check_shapes=bool(document.get("checkShapes", False)),
             discard_unknown_entries=bool(document.get("discardUnknownEntries", False)),
             partition_field_name=ids.get("field"),
             num_partitions=int(ids.get("numPartitions", 100)),

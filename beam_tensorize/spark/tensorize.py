@@ -66,6 +66,7 @@ from beam_tensorize.job.finish import (
     BAD,
     DEAD_LETTER_FOLDER,
     GOOD,
+    OFF_SHAPE,
     MetadataInputs,
     appending_to,
     check_bad_records,
@@ -80,7 +81,7 @@ from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_
 from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer, write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.job.transaction import staging_folder
-from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters
+from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters, off_shape_of
 from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
 from beam_tensorize.kernels.features.extract import extract_tensors
@@ -108,7 +109,7 @@ _LOGGER = logging.getLogger(__name__)
 
 # Rows of the encoding step: a record, a dead letter, the extra columns' layouts of a batch, the
 # integer tensors' largest values, or a split's run-report statistics.
-_RECORD, _DEAD_LETTER, _LAYOUTS, _MAXIMA, _STATISTICS = 0, 1, 2, 3, 4
+_RECORD, _DEAD_LETTER, _LAYOUTS, _MAXIMA, _STATISTICS, _OFF_SHAPE = 0, 1, 2, 3, 4, 5
 _ENCODED = pa.schema(
     [
         pa.field("kind", pa.int32()),
@@ -161,6 +162,7 @@ def tensorize_spark(
     shuffle_seed: int = 0,
     report: str = "none",
     drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
+    check_shapes: bool = False,
 ) -> dict:
     """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
     `Tensorize` job.
@@ -213,6 +215,8 @@ def tensorize_spark(
             driver merges them and writes the report after the metadata.
         drift_threshold: a validation / test run's report flags the tensors whose distance to
             the train report of the same output exceeds this.
+        check_shapes: rows off their tensor's fixed shape are bad records (by default they are
+            written as they are, as Avro2TF writes them; see `TensorizeSpec`).
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -239,10 +243,10 @@ def tensorize_spark(
                  shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
                  output_format, input_format, batch_rows, split_bytes, max_records_per_file,
                  discard_unknown_entries, term_only_feature_lists, partition_field_name, num_partitions, shuffle, shuffle_seed,
-                 report, drift_threshold)  # fmt: skip
+                 report, drift_threshold, check_shapes)  # fmt: skip
         defaults = (None, None, "train", None, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
                     DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False, False, None, 100, False, 0,
-                    "none", DEFAULT_DRIFT_THRESHOLD)  # fmt: skip
+                    "none", DEFAULT_DRIFT_THRESHOLD, False)  # fmt: skip
         if given != defaults:
             raise TypeError("give either a TensorizeSpec or the settings, not both")
         spec = input_paths
@@ -258,6 +262,7 @@ def tensorize_spark(
             discard_unknown_entries=discard_unknown_entries, term_only_feature_lists=term_only_feature_lists,
             partition_field_name=partition_field_name, num_partitions=num_partitions,
             shuffle=shuffle, shuffle_seed=shuffle_seed, report=report, drift_threshold=drift_threshold,
+            check_shapes=check_shapes,
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
@@ -295,7 +300,7 @@ def tensorize_spark(
             spec.discard_unknown_entries, spec.extra_names,
             (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None,
             spec.shuffle_seed if spec.shuffle else None,
-            config if spec.report != "none" else None,
+            config if spec.report != "none" else None, spec.check_shapes,
         )  # fmt: skip
         schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
         transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
@@ -392,6 +397,7 @@ def _finish(
     bad_lines: list[str] = []
     layouts: list[tuple] = []
     maxima: list[dict] = []
+    off_shape: list[tuple] = []
     statistics: list[Statistics] = []
     for row in written:
         if row["kind"] == _RECORD:
@@ -401,6 +407,8 @@ def _finish(
             bad_lines.append(row["payload"].decode())
         elif row["kind"] == _MAXIMA:
             maxima.append(json.loads(row["payload"]))
+        elif row["kind"] == _OFF_SHAPE:
+            off_shape.append((OFF_SHAPE, json.loads(row["payload"])))
         elif row["kind"] == _STATISTICS:
             statistics.append(pickle.loads(row["payload"]))
         else:
@@ -411,7 +419,7 @@ def _finish(
         if spec.report == "html":
             draw_page_figures_ahead(document["tensors"])
     good = sum(count for *_, count in files)
-    grouped = (0, [(GOOD, good), *((BAD, line) for line in bad_lines)])
+    grouped = (0, [(GOOD, good), *off_shape, *((BAD, line) for line in bad_lines)])
     counts = check_bad_records(
         grouped, posixpath.join(spec.output, DEAD_LETTER_FOLDER, spec.split), spec.max_bad_records_ratio
     )
@@ -506,8 +514,10 @@ class _EncodeBatches:
         partition_ids: tuple[str, int] | None = None,
         shuffle_seed: int | None = None,
         statistics_of: TensorizeConfig | None = None,
+        check_shapes: bool = False,
     ):
         self._tensors = tensors
+        self._check_shapes = check_shapes
         #: The config whose run-report statistics each split gathers (None: no report).
         self._statistics_of = statistics_of
         self._extra = extra
@@ -545,8 +555,11 @@ class _EncodeBatches:
                 yield _MAXIMA, json.dumps(integer_maxima(batch, self._maxima_of)).encode()
             indexed = lookup.apply(batch, self._tensors, self._filter_zeros, self._discard_unknown)
             examples, dead_letters = encode_with_dead_letters(
-                indexed, self._layouts, self.partition_by, self._output_format
+                indexed, self._layouts, self.partition_by, self._output_format, self._check_shapes
             )
+            off_shape = off_shape_of(examples)
+            if off_shape:
+                yield _OFF_SHAPE, json.dumps(off_shape).encode()
             if self._shuffle_seed is not None:
                 examples = shuffle_rows(examples, self._shuffle_seed)
             yield _RECORD, examples

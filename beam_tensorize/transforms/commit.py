@@ -12,12 +12,14 @@ from beam_tensorize.job.finish import (
     BAD,
     DEAD_LETTER_FOLDER,
     GOOD,
+    OFF_SHAPE,
     check_bad_records,
     commit_split,
     dead_letter_json,
     ignoring_existing,
 )
 from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.kernels.dead_letters import off_shape_of
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.serving_settings import input_schema_of, one_input_schema
 from beam_tensorize.transforms.metadata import EmitMetadata
@@ -124,7 +126,7 @@ class CommitOutput(beam.PTransform):
         they are there to inspect even when the check fails the job), then checks the ratio."""
         spec = self._spec
         if self._examples is not None:
-            good = self._examples | "CountGood" >> beam.Map(lambda b: (0, (GOOD, b.num_rows)))
+            good = self._examples | "CountGood" >> beam.FlatMap(_good_rows)
         else:
             good = pending | "CountGood" >> beam.Map(lambda p: (0, (GOOD, sum(w[-1] for w in p.written))))
         parts = [good, pipeline | "NoRecordsYet" >> beam.Create([(0, (GOOD, 0))])]  # also for empty input
@@ -187,6 +189,14 @@ def largest_integers(tensor_batches, spec: TensorizeSpec):
         | "IntegerMaxima" >> beam.Map(integer_maxima, integer_tensor_names(spec.config.tensors))
         | "LargestOfAll" >> beam.CombineGlobally(merge_maxima)
     )
+
+
+def _good_rows(examples):
+    """What an encoded batch adds to the counts: its rows, and its rows off their shape."""
+    yield 0, (GOOD, examples.num_rows)
+    off_shape = off_shape_of(examples)
+    if off_shape:
+        yield 0, (OFF_SHAPE, off_shape)
 
 
 def _commit(pending, spec: TensorizeSpec, run: str, counts: dict, inputs, *_after) -> dict:

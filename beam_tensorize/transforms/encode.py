@@ -38,6 +38,10 @@ class EncodeExamples(beam.PTransform):
             the Examples (e.g. the partition columns of `WriteTFRecord(partition_by=...)`).
         output_format: "tfrecord" (Examples) or "parquet" (the same tensors as columns, see
             `beam_tensorize.kernels.parquet_output`; bad rows are the same).
+        check_shapes: a row whose outer dimension differs from its tensor's fixed shape is a
+            bad row. By default it is written as it is, as Avro2TF does, and counted in the
+            batch's schema metadata (`beam_tensorize.kernels.dead_letters.off_shape_of`;
+            `CommitOutput` then records the tensor as ragged in the metadata).
 
     Returns (from `expand`):
         A `DoOutputsTuple`: `.examples` — batches with a binary column `serialized` (for
@@ -66,6 +70,7 @@ class EncodeExamples(beam.PTransform):
         tensors: Sequence[TensorConfig] | None = None,
         keep_columns: Sequence[str] = (),
         output_format: str = "tfrecord",
+        check_shapes: bool = False,
     ):
         super().__init__()
         if output_format not in ("tfrecord", "parquet", "avro"):
@@ -77,30 +82,39 @@ class EncodeExamples(beam.PTransform):
         tensors = config.tensors if tensors is None else tensors
         self._layouts = tuple(layout_of(t) for t in tensors if t.name not in keep)
         self._keep = keep
+        self._check_shapes = check_shapes
 
     def display_data(self) -> dict:
         return {
             "output_format": DisplayDataItem(self._output_format, label="Output format"),
             "tensors": DisplayDataItem(", ".join(layout.name for layout in self._layouts), label="Tensors"),
             "keep_columns": DisplayDataItem(", ".join(self._keep) or "(none)", label="Columns kept"),
+            "check_shapes": DisplayDataItem(self._check_shapes, label="Checks fixed shapes"),
         }
 
     def expand(self, tensor_batches):
         return tensor_batches | "EncodeExamples" >> beam.ParDo(
-            _EncodeExamplesFn(self._layouts, self._keep, self._output_format)
+            _EncodeExamplesFn(self._layouts, self._keep, self._output_format, self._check_shapes)
         ).with_outputs(DEAD_LETTERS, main=EXAMPLES)
 
 
 class _EncodeExamplesFn(beam.DoFn):
-    def __init__(self, layouts: tuple[FeatureLayout, ...], keep: tuple[str, ...], output_format: str):
+    def __init__(
+        self,
+        layouts: tuple[FeatureLayout, ...],
+        keep: tuple[str, ...],
+        output_format: str,
+        check_shapes: bool,
+    ):
         self._layouts = layouts
         self._keep = keep
         self._output_format = output_format
+        self._check_shapes = check_shapes
         self._bad = Metrics.counter(metrics.NAMESPACE, metrics.BAD_RECORDS)
 
     def process(self, batch: pa.RecordBatch):
         examples, dead_letters = encode_with_dead_letters(
-            batch, self._layouts, self._keep, self._output_format
+            batch, self._layouts, self._keep, self._output_format, self._check_shapes
         )
         yield examples
         if dead_letters:

@@ -299,7 +299,12 @@ class Tensorize(beam.PTransform):
             | "ApplyFeatureLists"
             >> ApplyFeatureLists(config, lists, spec.filter_zeros, spec.discard_unknown_entries)
             | "EncodeExamples"
-            >> EncodeExamples(config, keep_columns=spec.folder_columns, output_format=spec.output_format)
+            >> EncodeExamples(
+                config,
+                keep_columns=spec.folder_columns,
+                output_format=spec.output_format,
+                check_shapes=spec.check_shapes,
+            )
         )
         split_dir = posixpath.join(out, split)
         run = uuid.uuid4().hex  # names the staging folder of the report (see CommitOutput)

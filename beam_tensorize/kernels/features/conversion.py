@@ -12,16 +12,26 @@ metadata can be written without looking at data):
 * ``sparse`` — `isSparse` or dtype `sparseVector`: features `<name>/indices` (int64) and
   `<name>/values` (float); parse with `tf.io.SparseFeature` when the dense size is known.
 
-Rows that cannot be stored — a null where a value is needed, a list of the wrong length for a
-fixed dimension, a null inside a list, an integer that overflows its dtype, indices and values
-of different lengths — are reported as bad rows with a reason and left out of the output.
+Rows that cannot be stored — a null where a value is needed, a list of the wrong length for an
+inner fixed dimension, a null inside a list, an integer that overflows its dtype, indices and
+values of different lengths — are reported as bad rows with a reason and left out of the output.
+
+The outer dimension of a fixed shape is checked only when asked (`check_shapes=True`): Avro2TF
+never checks shapes (a `[10]` tensor of 3 values is written as 3 values), so by default such a
+row is kept as it is and counted in `ConversionResult.off_shape` (the metadata then reads the
+tensor back as ragged; see `beam_tensorize.kernels.metadata`). Inner dimensions are always
+checked: an Example holds a tensor's values flat and only the metadata knows how to fold them.
 
 Example:
     >>> import pyarrow as pa
     >>> layout = FeatureLayout.for_tensor("x", "long", (2,), False)
-    >>> out = to_feature_columns(pa.RecordBatch.from_pydict({"x": [[1, 2], [3]]}), [layout])
+    >>> batch = pa.RecordBatch.from_pydict({"x": [[1, 2], [3]]})
+    >>> out = to_feature_columns(batch, [layout], check_shapes=True)
     >>> out.features.to_pydict(), out.bad_rows.tolist(), out.reasons
     ({'x': [[1, 2]]}, [1], ["tensor 'x': expected 2 values at dimension 0, got 1"])
+    >>> out = to_feature_columns(batch, [layout])
+    >>> out.features.to_pydict(), out.bad_rows.tolist(), out.off_shape
+    ({'x': [[1, 2], [3]]}, [], {'x': 1})
 """
 
 from __future__ import annotations
@@ -190,6 +200,9 @@ class ConversionResult:
     #: The layouts the columns were stored with: those given, but a dense vector's (see
     #: `DENSE_VECTOR_KEY`) with its run-time dimension.
     layouts: tuple = ()
+    #: Per tensor, the good rows kept whose outer dimension differs from the fixed shape (only
+    #: without `check_shapes`); tensors with none are left out.
+    off_shape: dict = dataclasses.field(default_factory=dict)
 
 
 class _Problems:
@@ -206,12 +219,16 @@ class _Problems:
         self.bad |= mask
 
 
-def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) -> ConversionResult:
+def to_feature_columns(
+    batch: pa.RecordBatch, layouts: Sequence[FeatureLayout], check_shapes: bool = False
+) -> ConversionResult:
     """Convert tensor columns (named by tensor) to Example feature columns.
 
     Args:
         batch: one column per tensor, as `extract_tensors` produces.
         layouts: how to store each tensor.
+        check_shapes: a row whose outer dimension differs from a fixed shape is bad (by
+            default it is kept as it is and counted, as Avro2TF writes it).
 
     Returns:
         The feature columns of the good rows (list-typed, ready for `encode_examples`), and the
@@ -223,6 +240,7 @@ def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) 
     problems = _Problems(batch.num_rows)
     columns: dict[str, pa.Array] = {}
     used = []
+    off_shape: dict[str, np.ndarray] = {}
     for layout in layouts:
         column = batch.column(layout.name)
         field_metadata = batch.schema.field(layout.name).metadata or {}
@@ -232,16 +250,27 @@ def to_feature_columns(batch: pa.RecordBatch, layouts: Sequence[FeatureLayout]) 
         if layout.kind == "sparse":
             columns.update(_sparse(column, layout, problems))
         else:
-            columns.update(_dense(column, layout, problems))
+            columns.update(_dense(column, layout, problems, None if check_shapes else off_shape))
     good = ~problems.bad
     features = pa.RecordBatch.from_pydict(columns) if columns else pa.RecordBatch.from_pydict({})
     if problems.bad.any() and columns:
         features = features.filter(pa.array(good))
     bad_rows = np.flatnonzero(problems.bad)
-    return ConversionResult(features, bad_rows, [problems.reason_of[i] for i in bad_rows], tuple(used))
+    counted = {name: int((rows & good).sum()) for name, rows in off_shape.items()}
+    return ConversionResult(
+        features,
+        bad_rows,
+        [problems.reason_of[i] for i in bad_rows],
+        tuple(used),
+        {name: n for name, n in counted.items() if n},
+    )
 
 
-def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
+def _dense(
+    column: pa.Array, layout: FeatureLayout, problems: _Problems, off_shape: dict | None
+) -> dict[str, pa.Array]:
+    """The feature columns of a fixed or ragged tensor. With `off_shape` (a dict), rows whose
+    outer dimension differs from a fixed size are kept and marked in `off_shape[name]`."""
     rank, depth = len(layout.shape), list_depth(column.type)
     if depth > rank or (depth < rank and not (depth == 0 and rank == 1)):
         raise FeatureDataError(
@@ -269,7 +298,10 @@ def _dense(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict
             problems.add(
                 _rows_mask(row_of[nulls], problems), f"tensor {layout.name!r}: null list inside the value"
             )
-        if size >= 0 and (lengths != size).any():
+        if dim == 0 and size >= 0 and off_shape is not None:
+            if (lengths != size).any():
+                off_shape[layout.name] = lengths != size
+        elif size >= 0 and (lengths != size).any():
             wrong = lengths != size
             got = dict(zip(row_of[wrong].tolist(), lengths[wrong].tolist()))
             problems.add(
