@@ -2,18 +2,18 @@
 
 `Avro2TF.run` is the tensorize command and `PrepRankingData.run` the prep_ranking command,
 both in-process with Avro2TF's flags. Avro2TF writes the grouped records as Avro: they are
-asked for with `--record_format avro` and read with fastavro. Our prep_ranking takes the
-tensorized output folder as `--input` and writes data and metadata under one `--output`
-(`trainingData/`, `metadata/tensor_metadata.json`, `metadata/content_feature_list`) where
-Avro2TF takes `--input-data-path` / `--input-metadata-path` and `--output-data-path` /
-`--output-metadata-path`. The input of the N-dimension test is in Avro2TF's own layout (an
-Avro file and a tensor_metadata.json), given with Avro2TF's input flags.
+asked for with `--record_format avro` and read with fastavro. The MovieLens tests give our
+prep_ranking the tensorized output folder as `--input` and take data and metadata from one
+`--output` (`trainingData/`, `metadata/tensor_metadata.json`, `metadata/content_feature_list`);
+the N-dimension test uses Avro2TF's own flags: `--input-data-path` (an Avro file) with
+`--input-metadata-path`, and `--output-data-path` with `--output-metadata-path`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import fastavro
 import pytest
 
 from tests.compat.avro2tf.helpers import (
@@ -24,7 +24,9 @@ from tests.compat.avro2tf.helpers import (
     INPUT_MOVIELENS_FILE_PATHS,
     METADATA_PATH_FDS,
     avro2tf_metadata,
+    avro_field_types,
     expected_metadata,
+    is_array_of,
     prep_ranking,
     read_avro_folder,
     resource,
@@ -36,13 +38,17 @@ pytestmark = pytest.mark.pipeline
 TENSOR_METADATA_FILE_NAME = "tensor_metadata.json"
 CONTENT_FEATURE_LIST = "content_feature_list"
 
-_MOVIELENS_RANK = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="genreFeaturesTerms' shape [10] makes every row (1-5 genres) bad here (Avro2TF never checks "
-    "shapes); then userId (shape [-1]) is refused as group id (Avro2TF groups by it and drops it from the "
-    "metadata), and hashed ids' numUniqueValues is 1001, not 1000",
-)
+#: Hashed tensors of the MovieLens ranking config: our numUniqueValues is hashBucketSize + 1 where
+#: Avro2TF's expected metadata says hashBucketSize (a deliberate difference: the dummy id of null /
+#: empty input is counted; see docs/migrating-from-avro2tf.md, "a hashed tensor's numUniqueValues").
+_HASHED_MOVIELENS_RANK = {"movieId_hashed": 1001, "movieId_hashed_response": 1001}
+
+
+def _with_our_hashed_sizes(expected: dict[str, list[dict]], ours: dict[str, int]) -> dict[str, list[dict]]:
+    """Avro2TF's expected metadata with our documented numUniqueValues of hashed tensors."""
+    for entry in expected["features"] + expected["labels"]:
+        entry["numUniqueValues"] = ours.get(entry["name"], entry["numUniqueValues"])
+    return expected
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +73,16 @@ def _check_training(working_dir: Path, code: int) -> None:
     assert (working_dir / "featureList").is_dir()
 
 
-def _check_ranking_output(output: Path, expected_metadata_path: str) -> None:
-    output_metadata_file = output / "metadata" / TENSOR_METADATA_FILE_NAME
-    assert (output / "trainingData" / "_SUCCESS").exists()
+def _check_ranking_output(
+    data_output: Path, metadata_output: Path, expected_metadata_path: str, ours_differ: dict[str, int]
+) -> None:
+    output_metadata_file = metadata_output / TENSOR_METADATA_FILE_NAME
+    assert (data_output / "_SUCCESS").exists()
     assert output_metadata_file.exists()
-    assert (output / "metadata" / CONTENT_FEATURE_LIST).exists()
+    assert (metadata_output / CONTENT_FEATURE_LIST).exists()
     # Check if tensor metadata JSON file is correctly generated
-    assert avro2tf_metadata(output_metadata_file) == expected_metadata(expected_metadata_path)
+    expected = _with_our_hashed_sizes(expected_metadata(expected_metadata_path), ours_differ)
+    assert avro2tf_metadata(output_metadata_file) == expected
 
 
 def _prep_movielens(working_dir: Path, output: Path, *flags: str) -> int:
@@ -104,7 +113,6 @@ def validate_sparse_feature_output_schema(records: list[dict], sparse_features: 
             assert len(values) == len(indices1)
 
 
-@_MOVIELENS_RANK
 def test_prep_ranking_data(movielens_rank_training):
     working_dir, code = movielens_rank_training
     _check_training(working_dir, code)
@@ -112,7 +120,12 @@ def test_prep_ranking_data(movielens_rank_training):
 
     assert _prep_movielens(working_dir, output) == 0
 
-    _check_ranking_output(output, EXPECTED_TENSOR_METADATA_MOVIELENS_RANK)
+    _check_ranking_output(
+        output / "trainingData",
+        output / "metadata",
+        EXPECTED_TENSOR_METADATA_MOVIELENS_RANK,
+        _HASHED_MOVIELENS_RANK,
+    )
     _, records = read_avro_folder(output / "trainingData")
     # verify sparse feature schema is correct
     validate_sparse_feature_output_schema(
@@ -123,9 +136,19 @@ def test_prep_ranking_data(movielens_rank_training):
             "genreFeatures_movieLatentFactorFeatures_response",
         ],
     )
+    # userId (shape [-1]: a list of one id per row) is the group id: one record per user, the
+    # user's ratings in input order, padded with the label padding value -1
+    ratings: dict[int, list[float]] = {}
+    with open(resource(INPUT_MOVIELENS_FILE_PATHS), "rb") as f:
+        for row in fastavro.reader(f):
+            ratings.setdefault(row["userId"], []).append(row["response"])
+    assert [r["userId"] for r in records] == [[user] for user in ratings]
+    for record in records:
+        kept = ratings[record["userId"][0]][:10]
+        assert record["response"] == kept + [-1.0] * (10 - len(kept))
+        assert record["genreFeatures"]["indices0"][-1] == len(kept) - 1
 
 
-@_MOVIELENS_RANK
 def test_prep_ranking_data_with_skip_padding(movielens_rank_training):
     """With skip padding the output data is not padded and the metadata is the same."""
     working_dir, code = movielens_rank_training
@@ -134,36 +157,95 @@ def test_prep_ranking_data_with_skip_padding(movielens_rank_training):
 
     assert _prep_movielens(working_dir, output, "--skip-padding", "true") == 0
 
-    _check_ranking_output(output, EXPECTED_TENSOR_METADATA_MOVIELENS_RANK)
+    _check_ranking_output(
+        output / "trainingData",
+        output / "metadata",
+        EXPECTED_TENSOR_METADATA_MOVIELENS_RANK,
+        _HASHED_MOVIELENS_RANK,
+    )
     _, records = read_avro_folder(output / "trainingData")
     # verify padding is skipped
     assert any(len(record["response"]) < 10 for record in records)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="prep_ranking reads only our tensorized output folder (--input; its metadata lists the data "
-    "files), not Avro2TF's --input-data-path FDS.avro + --input-metadata-path; and it refuses N-dim "
-    "document tensors, Avro2TF prefixes their shape with the list size",
-)
 def test_prep_ranking_data_with_n_dim_tensor(tmp_path):
     """N-dimension dense tensors (nested arrays) and sparse tensors (indices0 .. indicesN,
     values) of documents get the group list size in front of their shape."""
-    output = tmp_path / "avro2tf-test-FDS"
+    working_dir = tmp_path / "avro2tf-test-FDS"
+    data_output_path = working_dir / "rankingOutput"
+    metadata_output_path = working_dir / "rankingMetadataOutput"
 
     code = prep_ranking(
         [
             "--input-data-path", resource(INPUT_FDS_PATH),
             "--input-metadata-path", resource(METADATA_PATH_FDS),
-            "--output", str(output),
+            "--output-data-path", str(data_output_path),
+            "--output-metadata-path", str(metadata_output_path),
             "--group-id-list", "uid",
             "--group-list-max-size", "10",
             "--execution-mode", "training",
             "--num-output-files", "1",
-            "--record_format", "avro",
         ]
     )  # fmt: skip
 
     assert code == 0
-    _check_ranking_output(output, EXPECTED_TENSOR_METADATA_FDS_RANK)
+    _check_ranking_output(data_output_path, metadata_output_path, EXPECTED_TENSOR_METADATA_FDS_RANK, {})
+    assert (metadata_output_path / CONTENT_FEATURE_LIST).read_text().split("\n") == [
+        "docId", "denseVector", "double2DDenseVector", "double3DDenseTensor", "float1DSparseTensor",
+        "float2DSparseTensor", "float4DSparseTensor", "primitive", "label",
+    ]  # fmt: skip
+
+    # The records, against a grouping of the input computed here (fastavro, not our reader).
+    with open(resource(INPUT_FDS_PATH), "rb") as f:
+        rows = list(fastavro.reader(f))
+    groups: dict[int, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row["uid"], []).append(row)
+    schema, records = read_avro_folder(data_output_path)
+    assert sorted(r["uid"] for r in records) == sorted(groups)
+    assert [r["uid"] for r in records] == list(groups)  # groups in the order of their first row
+    for record in records:
+        docs = groups[record["uid"]][:10]
+        pad = 10 - len(docs)
+        assert record["docId"] == [d["docId"] for d in docs] + [0] * pad
+        assert record["primitive"] == [d["primitive"] for d in docs] + [0.0] * pad
+        assert record["label"] == [d["label"] for d in docs] + [-1] * pad  # the label padding
+        # dense tensors: the documents' nested arrays, cut, not padded
+        assert record["denseVector"] == [d["denseVector"] for d in docs]
+        assert record["double2DDenseVector"] == [d["double2DDenseVector"] for d in docs]
+        assert record["double3DDenseTensor"] == [d["double3DDenseTensor"] for d in docs]
+        # sparse tensors: indices0 is the document's place, then its own indices
+        for name, rank in (
+            ("float1DSparseTensor", 1),
+            ("float2DSparseTensor", 2),
+            ("float4DSparseTensor", 4),
+        ):
+            sparse = record[name]
+            assert sorted(sparse) == [f"indices{i}" for i in range(rank + 1)] + ["values"]
+            assert sparse["indices0"] == [p for p, d in enumerate(docs) for _ in d[name]["values"]]
+            for i in range(rank):
+                assert sparse[f"indices{i + 1}"] == [x for d in docs for x in d[name][f"indices{i}"]]
+            assert sparse["values"] == [v for d in docs for v in d[name]["values"]]
+    assert {len(g) for g in groups.values()} == {3}  # 100 users with 3 documents each
+    assert all(len(r["denseVector"]) == 3 and len(r["docId"]) == 10 for r in records)
+    first = next(r for r in records if r["uid"] == rows[0]["uid"])
+    assert [len(m) for m in first["double3DDenseTensor"][0]] == [3, 3]  # [2, 3, 4] per document
+    assert len(first["double3DDenseTensor"][0][0][0]) == 4
+
+    # The Avro schema Avro2TF's Spark writer gives these columns: group id as it was, arrays of
+    # the element type (nested for N-dim tensors), records of long / float arrays for sparse.
+    types = avro_field_types(schema)
+    assert list(types) == [
+        "uid", "docId", "denseVector", "double2DDenseVector", "double3DDenseTensor",
+        "float1DSparseTensor", "float2DSparseTensor", "float4DSparseTensor", "primitive", "label",
+    ]  # fmt: skip
+    assert types["uid"] == "int" and is_array_of(types["docId"], "int") and is_array_of(types["label"], "int")
+    assert is_array_of(types["primitive"], "float")
+    assert types["double2DDenseVector"] == {
+        "type": "array",
+        "items": {"type": "array", "items": {"type": "array", "items": "double"}},
+    }
+    sparse_fields = {f["name"]: f["type"] for f in types["float2DSparseTensor"]["fields"]}
+    assert list(sparse_fields) == ["indices0", "indices1", "indices2", "values"]
+    assert all(is_array_of(sparse_fields[f"indices{i}"], "long") for i in range(3))
+    assert is_array_of(sparse_fields["values"], "float")
