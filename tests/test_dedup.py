@@ -8,6 +8,7 @@ import os
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -50,13 +51,20 @@ def test_dedup_round_trip_gives_the_original_rows(tmp_path, block_size, users):
         f"{out}/part-00000-of-00001.parquet", batch_size=7,
         key_idx_field_names=["user-index"], value_field_names=GROUPS,
     )  # fmt: skip
-    got = {name: [] for name in rows.schema.names}
-    for batch in restored:
+    got = {name: [] for name in [*rows.schema.names, "user-index"]}
+    sizes = []
+    for batch in restored:  # a batch of 7 stored blocks, as in HybridBackend
+        sizes.append(len(tensor_lists(batch["item"])))
         for name, value in batch.items():
             got[name] += tensor_lists(value)
     order = sorted(range(40), key=lambda i: got["item"][i])
     for name in rows.schema.names:
         assert [got[name][i] for i in order] == rows.column(name).to_pylist(), name
+    # The index column, also asked for (fields=None): each row's place among its block's users.
+    stored = pq.read_table(f"{out}/part-00000-of-00001.parquet")
+    assert got["user-index"] == stored.column("user-index").combine_chunks().flatten().to_pylist()
+    blocks = [len(index) for index in stored.column("user-index").to_pylist()]
+    assert sizes == [sum(blocks[i : i + 7]) for i in range(0, len(blocks), 7)]
 
 
 def test_dedup_stores_each_user_once_per_block():

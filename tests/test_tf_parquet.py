@@ -381,3 +381,37 @@ def test_partitions_of_row_groups_defaults_ignore_case_and_corrupted_files(tmp_p
         list(Dataset.from_parquet([good, str(damaged)]).batch(1000))
     (batch,) = Dataset.from_parquet([good, str(damaged)], skip_corrupted_data=True).batch(1000)
     assert batch["x"].numpy().tolist() == list(range(5))
+
+
+def test_deduplicate_and_populate_defaults_on_batches_of_stored_blocks(tmp_path):
+    """HybridBackend's transformations: `deduplicate` restores the rows of a `ParquetDataset`'s
+    batches of blocks (a batch of 2 blocks: their 5 rows), `populate_defaults` adds a default
+    column once per restored row; a column the dataset lacks is named."""
+    from beam_tensorize.tf import deduplicate, populate_defaults
+
+    path = str(tmp_path / "blocks.parquet")
+    pq.write_table(
+        pa.table({
+            "user": [[7, 8], [9], [7]],
+            "tags": [[[1], [2, 3]], [[4]], [[]]],
+            "user-index": [[0, 1, 0], [0, 0], [0]],
+            "item": [[10, 11, 12], [13, 14], [15]],
+        }),
+        path,
+    )  # fmt: skip
+    fields = [DataFrame.Field("user", tf.int64, 1), DataFrame.Field("tags", tf.int64, 2),
+              DataFrame.Field("user-index", tf.int64, 1), DataFrame.Field("item", tf.int64, 1)]  # fmt: skip
+    source = ParquetDataset(path, batch_size=2, fields=fields)
+    weight = DataFrame.Field("weight", tf.float32, default_value=0.5)
+    restored = source.apply(deduplicate(["user-index"], [["user", "tags"]])).apply(
+        populate_defaults([*source.all_fields, weight], 2)
+    )
+    first, second = list(restored)
+    assert first["user"].numpy().tolist() == [7, 8, 7, 9, 9]
+    assert first["tags"].to_ragged().to_list() == [[1], [2, 3], [1], [4], [4]]
+    assert first["item"].numpy().tolist() == [10, 11, 12, 13, 14]
+    assert first["user-index"].numpy().tolist() == [0, 1, 0, 0, 0]
+    assert first["weight"].numpy().tolist() == [0.5] * 5
+    assert second["user"].numpy().tolist() == [7] and second["weight"].numpy().tolist() == [0.5]
+    with pytest.raises(ValueError, match=r"deduplicate: \['nope'\] are not columns of the dataset"):
+        source.apply(deduplicate(["nope"], [["user"]]))

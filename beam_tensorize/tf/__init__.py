@@ -1,23 +1,34 @@
 """The consumer side: parse specs and tf.data datasets built from an output's metadata, and
 HybridBackend's data-loading API (`Dataset.from_parquet`, `ParquetDataset`, `rebatch`,
-`parse`, `DataFrame`): `import beam_tensorize.tf as data` stands for `hb.data`.
+`parse`, `deduplicate`, `populate_defaults`, `DataFrame`): `import beam_tensorize.tf as data` stands for `hb.data`.
 
 Importing this package imports TensorFlow.
 """
 
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import load_metadata, make_dataset, parse_spec
-from beam_tensorize.tf.parquet import Dataset, ParquetDataset, TabularDataset, parse, read_parquet, rebatch
+from beam_tensorize.tf.parquet import (
+    Dataset,
+    ParquetDataset,
+    TabularDataset,
+    deduplicate,
+    parse,
+    populate_defaults,
+    read_parquet,
+    rebatch,
+)
 
 __all__ = [
     "DataFrame",
     "Dataset",
     "ParquetDataset",
     "TabularDataset",
+    "deduplicate",
     "load_metadata",
     "make_dataset",
     "parse",
     "parse_spec",
+    "populate_defaults",
     "read_parquet",
     "rebatch",
 ]

@@ -45,7 +45,16 @@ from beam_tensorize.tf._rows import in_order, joined, row_group_range, shuffled
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import committed_split
 
-__all__ = ["Dataset", "ParquetDataset", "TabularDataset", "parse", "read_parquet", "rebatch"]
+__all__ = [
+    "Dataset",
+    "ParquetDataset",
+    "TabularDataset",
+    "deduplicate",
+    "parse",
+    "populate_defaults",
+    "read_parquet",
+    "rebatch",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -295,26 +304,68 @@ _CHUNK_ROWS = 8192
 
 class _Dedup(NamedTuple):
     """How a file's rows were deduplicated (HybridBackend's `key_idx_field_names` and
-    `value_field_names`): each group's index column and its value columns (the key first)."""
+    `value_field_names`): each group's index column and its value columns (the key first).
+
+    Every stored row is a block of rows: each column holds the block's values as a list (a
+    group's value columns the distinct ones, its index column each row's place among them).
+    With `blocks` (HybridBackend's semantics), a batch of n is n stored blocks, whose rows the
+    dataset's graph restores (`_restored`); else n rows, restored as they are read."""
 
     indexes: tuple[str, ...]
     groups: tuple[tuple[str, ...], ...]
+    blocks: bool = False
 
     def stored(self, names: Sequence[str]) -> list[str]:
         """The stored columns that restore `names`."""
-        grouped = {c for g in self.groups for c in g}
-        return (
-            [n for n in names if n not in grouped] + [c for g in self.groups for c in g] + list(self.indexes)
-        )
+        needed = [c for g in self.groups for c in g] + list(self.indexes)
+        return [n for n in names if n not in needed] + needed
 
     def others(self, names: Sequence[str]) -> list[str]:
         grouped = {c for g in self.groups for c in g}
         return [n for n in names if n not in grouped]
 
     def restored_schema(self, schema: pa.Schema) -> pa.Schema:
-        """The schema of the restored rows: every stored column but the indexes, one list
-        level less (the block level)."""
-        return pa.schema([pa.field(f.name, f.type.value_type) for f in schema if f.name not in self.indexes])
+        """The schema of the restored rows: every stored column one list level less (the
+        block level); an index column is each row's place among its group's values."""
+        return pa.schema([pa.field(f.name, f.type.value_type) for f in schema])
+
+    def stored_fields(self, fields: Sequence[_Field]) -> list[_Field]:
+        """The fields that read the stored blocks of (restored) `fields`, and the index
+        columns that restore them: one list level more."""
+        stored = [_Field(f.name, f.dtype, f.ragged_rank + 1) for f in fields]
+        named = {f.name for f in fields}
+        return stored + [_Field(i, tf.int64, 1) for i in self.indexes if i not in named]
+
+
+def _restored(batch: dict, dedup: _Dedup, names: Sequence[str]) -> dict:
+    """The rows of a batch of stored blocks (HybridBackend's restoring `parse`), in order: a
+    group's value at each row's index in its block; other columns' lists of rows unlisted.
+    `names`: the columns to give."""
+    index_of = {c: index for index, group in zip(dedup.indexes, dedup.groups) for c in group}
+    out = {}
+    for name in names:
+        stored = batch[name]
+        if not isinstance(stored, _Value):
+            raise ValueError(
+                f"deduplicate: column {name!r} is not a list of a block's values: read deduplicated "
+                "files with ParquetDataset (lists as DataFrame.Value), then apply deduplicate"
+            )
+        index_name = index_of.get(name)
+        if index_name is None:
+            splits = stored.nested_row_splits
+            out[name] = stored.values if len(splits) == 1 else _Value(stored.values, splits[1:])
+            continue
+        index = batch[index_name]
+        block = tf.ragged.row_splits_to_segment_ids(index.nested_row_splits[0])
+        splits = stored.nested_row_splits
+        positions = tf.gather(splits[0], block) + tf.cast(index.values, splits[0].dtype)
+        if len(splits) == 1:
+            out[name] = tf.gather(stored.values, positions)
+        else:
+            entries = tf.RaggedTensor.from_nested_row_splits(stored.values, splits[1:], validate=False)
+            rows = tf.gather(entries, positions)
+            out[name] = _Value(rows.flat_values, rows.nested_row_splits)
+    return out
 
 
 def _complete(fields) -> bool:
@@ -392,9 +443,12 @@ class _Reader:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive number of rows, got {batch_size!r}")
         fields = self._read_fields
+        options, reads = self._options, self._reads
+        dedup = options.dedup if options.dedup is not None and options.dedup.blocks else None
+        if dedup is not None:  # read the stored blocks as they are; restored below
+            fields, options = dedup.stored_fields(fields), options._replace(dedup=None)
         layout = Layout(fields, batch_size)
         chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
-        options, reads = self._options, self._reads
         iterations = itertools.count()
 
         def stream(names) -> Iterator[dict]:
@@ -429,6 +483,9 @@ class _Reader:
         if drop_remainder:
             first = fields[0]
             dataset = dataset.filter(lambda batch: _rows(batch[first.name], first) == batch_size)
+        if dedup is not None:
+            names = [f.name for f in self._read_fields]
+            dataset = dataset.map(functools.partial(_restored, dedup=dedup, names=names))
         return self._finish(dataset, values)
 
     def _finish(self, dataset: tf.data.Dataset, values: bool) -> tf.data.Dataset:
@@ -639,6 +696,65 @@ def read_parquet(
     return apply
 
 
+def _dedup_of(key_idx_field_names, value_field_names) -> _Dedup:
+    if len(key_idx_field_names or ()) != len(value_field_names or ()):
+        raise ValueError("give one index column (key_idx_field_names) per group of value_field_names")
+    return _Dedup(tuple(key_idx_field_names), tuple(tuple(g) for g in value_field_names), blocks=True)
+
+
+def deduplicate(key_idx_field_names: Sequence[str], value_field_names: Sequence[Sequence[str]], fields=None):
+    """HybridBackend's `hb.data.deduplicate`: `dataset.apply(deduplicate(["user-index"],
+    [["user", "user-age"]]))` restores the rows of batches of deduplicated blocks (a
+    `ParquetDataset` of files written deduplicated, each stored row a block): a batch of n
+    blocks becomes their rows, in order, each group's values taken at each row's index, the
+    other columns' lists of rows unlisted. (`Dataset.from_parquet(key_idx_field_names=...,
+    value_field_names=...)` does it for you.)
+
+    Raises:
+        ValueError: the two lists differ in length, or name a column the dataset lacks.
+    """
+    del fields  # the batches say what they hold
+    dedup = _dedup_of(key_idx_field_names, value_field_names)
+
+    def apply(dataset: tf.data.Dataset) -> tf.data.Dataset:
+        names = list(dataset.element_spec)
+        missing = [c for c in (*dedup.indexes, *(c for g in dedup.groups for c in g)) if c not in names]
+        if missing:
+            raise ValueError(f"deduplicate: {missing} are not columns of the dataset, which has {names}")
+        return dataset.map(functools.partial(_restored, dedup=dedup, names=names))
+
+    return apply
+
+
+def populate_defaults(all_fields, batch_size: int | None = None, num_parallel_calls=None):
+    """HybridBackend's `hb.data.populate_defaults`: `dataset.apply(populate_defaults(
+    ds.all_fields, n))` adds each field with a `default_value` that a batch lacks, once per row
+    of the batch (HybridBackend tiles it `batch_size` times, which differs only for a batch of
+    another size: a last, smaller one, or restored rows).
+    """
+    del batch_size  # each batch's own number of rows
+    defaults = [f for f in all_fields if f.default_value is not None]
+
+    def add(batch):
+        missing = [f for f in defaults if f.name not in batch]
+        if not missing:
+            return batch
+        return {**batch, **_defaults_for(missing, _batch_rows(next(iter(batch.values()))))}
+
+    return lambda dataset: dataset.map(add, num_parallel_calls=num_parallel_calls)
+
+
+def _batch_rows(value) -> tf.Tensor:
+    """The number of rows of one column of a batch, whatever its form."""
+    if isinstance(value, _Value):
+        return tf.shape(value.nested_row_splits[0], out_type=tf.int64)[0] - 1
+    if isinstance(value, tf.SparseTensor):
+        return value.dense_shape[0]
+    if isinstance(value, tf.RaggedTensor):
+        return value.nrows()
+    return tf.shape(value, out_type=tf.int64)[0]
+
+
 def parse(pad=False):
     """HybridBackend's `hb.data.parse`: `dataset.apply(parse())` turns each batch's
     `DataFrame.Value`s into `tf.SparseTensor`s (padded dense tensors with `pad`)."""
@@ -708,7 +824,8 @@ class Dataset:
             field_map_fn: a function given the fields and returning the fields to read.
             key_idx_field_names, value_field_names: files written deduplicated
                 (`DeduplicateFeatures`): each group's index column (`user-index`) and its value
-                columns (`["user", "user-feat-0"]`); the original rows are restored.
+                columns (`["user", "user-feat-0"]`); the original rows are restored, and, as in
+                HybridBackend, a batch of n holds the rows of n stored blocks.
             batch_size: give it to get the batches at once (`.batch(batch_size, drop_remainder)`).
 
         Raises:
@@ -718,9 +835,7 @@ class Dataset:
         del num_parallel_parser_calls  # HybridBackend's column-parsing threads: none here
         dedup = None
         if key_idx_field_names or value_field_names:
-            if len(key_idx_field_names or ()) != len(value_field_names or ()):
-                raise ValueError("give one index column (key_idx_field_names) per group of value_field_names")
-            dedup = _Dedup(tuple(key_idx_field_names), tuple(tuple(g) for g in value_field_names))
+            dedup = _dedup_of(key_idx_field_names, value_field_names)
         options = _Options(
             "parquet", dedup, partition_count, partition_index, field_ignore_case, skip_corrupted_data
         )

@@ -276,16 +276,11 @@ def test_tensors_and_sparse_tensors_example(files):
     assert result["D"].tolist() == [d + [0] * (3 - len(d)) for d in table["D"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fields may not name the index column ('user-index'): they are checked against the "
-    "restored columns, which leave the index columns out (ValueError: no column)",
-)
 def test_read_deduplicated_data_and_restore_example(files):
-    """3.2 Read deduplicated data and restore: the batch holds the original rows, in order.
-    (In HybridBackend `batch(1)` gives one stored block, 1024 rows; either way the rows must be
-    the original ones from the first. HybridBackend checks fields against the stored columns,
-    so it would refuse `shape=[32]` on `user-feat-0`, stored as lists of lists.)"""
+    """3.2 Read deduplicated data and restore: `batch(1)` holds the rows of one stored block
+    (1024), the original rows, in order, the index column among them. (HybridBackend checks
+    fields against the stored columns, so it would refuse `shape=[32]` on `user-feat-0`,
+    stored as lists of lists; the fields describe the restored rows here.)"""
     import tensorflow.compat.v1 as tf
 
     from tests.compat.hybridbackend import _hb as hb
@@ -317,7 +312,8 @@ def test_read_deduplicated_data_and_restore_example(files):
         result = sess.run(batch)
     rows = _user_rows()
     n = len(result["user"])
-    assert n >= 1
+    assert n == 1024
+    assert result["user-index"].tolist() == np.unique(rows["user"][:n], return_inverse=True)[1].tolist()
     assert result["user"].tolist() == rows["user"][:n]
     assert (
         result["user-feat-0"].shape == (n, 32) and result["user-feat-0"].tolist() == rows["user-feat-0"][:n]

@@ -43,10 +43,6 @@ def filename(tmp_path_factory):
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="batch(2) counts restored rows, not stored blocks (2 rows, not the 8 of 2 blocks)",
-)
 def test_apply_to_sparse(filename):
     with tf.Graph().as_default() as graph:
         ds = hb_data.Dataset.from_parquet(
@@ -63,11 +59,6 @@ def test_apply_to_sparse(filename):
         np.testing.assert_equal(actual["user_feat"].dense_shape, expected.dense_shape)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="beam_tensorize.tf has no deduplicate or populate_defaults transformation "
-    "(from_parquet(key_idx_field_names=..., value_field_names=...) restores the rows instead)",
-)
 def test_apply_to_tensor(filename):
     with tf.Graph().as_default() as graph:
         srcds = hb_data.ParquetDataset([filename], batch_size=2)
