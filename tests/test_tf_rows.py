@@ -67,3 +67,23 @@ def test_row_groups_are_shared_out_contiguously_and_completely():
             assert max(map(len, shares)) - min(map(len, shares)) <= 1
     with pytest.raises(ValueError, match="partition_count must be 1 or more"):
         row_group_range(5, 0, 0)
+
+
+def test_large_chunk_arrays_reuse_memory_nothing_else_holds():
+    """A chunk's large arrays come from buffers handed out before once nothing (no array, no
+    tensor sharing its memory) holds them: fresh memory costs more to touch than to fill."""
+    import numpy as np
+    import tensorflow as tf
+
+    from beam_tensorize.tf._chunks import _SPARE_BYTES, _empty
+
+    count = _SPARE_BYTES // 8
+    first = _empty((count,), np.int64)
+    address = first.__array_interface__["data"][0]
+    tensor = tf.experimental.dlpack.from_dlpack(first.__dlpack__())  # shares the memory
+    del first
+    second = _empty((count,), np.int64)
+    assert second.__array_interface__["data"][0] != address  # the tensor still uses it
+    del tensor, second
+    third = _empty((count,), np.int64)
+    assert third.__array_interface__["data"][0] == address

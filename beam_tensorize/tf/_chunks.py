@@ -16,8 +16,9 @@ a batch is one contiguous piece of it.
   (list values once per chunk, scalars batch by batch, so that each string is made once);
 * deeper lists: each column alone (its values and the splits of each level).
 
-The arrays are allocated from Arrow's memory pool: aligned as TensorFlow needs to take them
-without a copy, and reused from chunk to chunk rather than fresh pages of memory each time.
+The arrays are allocated from Arrow's memory pool, 64-byte aligned as TensorFlow's tensors
+are, and the large ones are reused from chunk to chunk once nothing holds them (`_Spare`):
+touching fresh pages of memory costs more than filling them.
 A batch is then a few ops per group in the dataset's graph (`cut`), whatever the number of
 rows and of columns (but deeper lists: a few per column).
 
@@ -33,6 +34,8 @@ Example:
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,12 +53,49 @@ _SPLITS = tf.int64
 
 
 def _empty(shape: Sequence[int], dtype) -> np.ndarray:
-    """An uninitialised array in Arrow's memory pool (64-byte aligned: TensorFlow takes it as
-    a tensor without copying it)."""
+    """An uninitialised array in Arrow's memory pool (64-byte aligned); a large one reuses a
+    buffer that nothing holds any more (see `_Spare`)."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape))
-    buffer = pa.allocate_buffer(max(1, count * dtype.itemsize))
+    nbytes = max(1, count * dtype.itemsize)
+    buffer = _SPARE.take(nbytes) if nbytes >= _SPARE_BYTES else None
+    if buffer is None:
+        buffer = pa.allocate_buffer(nbytes)
+        if nbytes >= _SPARE_BYTES:
+            _SPARE.keep(buffer)
     return np.frombuffer(buffer, dtype, count=count).reshape(shape)
+
+
+#: Buffers this large are kept for reuse: fresh memory from the system costs more to touch
+#: the first time (page faults, zeroing) than filling it, and large blocks go back to it.
+_SPARE_BYTES = 16 << 20
+
+
+class _Spare:
+    """Large buffers handed out before, taken again once no array uses them (their reference
+    count back to this list's alone): chunk after chunk reuses the same memory."""
+
+    def __init__(self, limit: int = 8):
+        self._buffers: list[pa.Buffer] = []
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> pa.Buffer | None:
+        with self._lock:
+            for buffer in self._buffers:
+                # this list, the loop variable and getrefcount's own argument: nothing else
+                if buffer.size == nbytes and sys.getrefcount(buffer) <= 3:
+                    return buffer
+        return None
+
+    def keep(self, buffer: pa.Buffer) -> None:
+        with self._lock:
+            if len(self._buffers) >= self._limit:
+                self._buffers.pop(0)
+            self._buffers.append(buffer)
+
+
+_SPARE = _Spare()
 
 
 def _strings(values: pa.Array) -> tuple[memoryview, np.ndarray]:
