@@ -43,7 +43,7 @@ from beam_tensorize.job.preflight import (
     check_same_config,
     remove_stale_temporaries,
 )
-from beam_tensorize.job.report import REPORT_FORMATS, report_paths
+from beam_tensorize.job.report import REPORT_FOLDER, REPORT_FORMATS, load_report, report_paths
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.formats import AUTO, format_names
@@ -515,6 +515,9 @@ def _summary(
     if spec.report != "none" and not spec.skip_conversion:
         json_path, html_path = report_paths(output, split)
         lines.append(f"  report:        {html_path if spec.report == 'html' else json_path}")
+        drifting = _drift(spec)
+        if drifting:
+            lines.append(f"  drift:         {drifting}")
     if data.get("offShape"):
         counted = ", ".join(f"{name} {rows}" for name, rows in data["offShape"].items())
         lines.append(
@@ -528,6 +531,39 @@ def _summary(
     if rows_read == 0:
         lines.append("  note:          the input holds no rows: the output is complete and empty")
     return "\n".join(lines)
+
+
+#: Drifting tensors the summary names (then "and N more").
+_DRIFT_NAMED = 10
+
+
+def _drift(spec: TensorizeSpec) -> str:
+    """The tensors of this run's report past the drift threshold, farthest first, with their
+    distances and where the report is ('' when none is past it, or there is no comparison)."""
+    try:
+        report = load_report(spec.output, spec.split) or {}
+    except (OSError, ValueError):  # the summary of a finished run does not fail on its report
+        return ""
+    drift = report.get("drift") or {}
+    past = sorted(
+        (t for t in drift.get("tensors", []) if t.get("flagged")), key=lambda t: (-t["distance"], t["name"])
+    )
+    if not past:
+        return ""
+    threshold = drift["threshold"]
+    named = ", ".join(f"{t['name']} {_distance(t['distance'], threshold)}" for t in past[:_DRIFT_NAMED])
+    more = f" and {len(past) - _DRIFT_NAMED} more" if len(past) > _DRIFT_NAMED else ""
+    page = posixpath.join(REPORT_FOLDER, f"{spec.split}.{'html' if spec.report == 'html' else 'json'}")
+    return f"{named}{more} (past {threshold:g}; see {page})"
+
+
+def _distance(distance: float, threshold: float) -> str:
+    """A distance with two decimals, or as many more as it takes to read above the threshold."""
+    for digits in range(2, 10):
+        text = f"{distance:.{digits}f}"
+        if float(text) > threshold:
+            return text
+    return f"{distance:g}"
 
 
 def _counters(result) -> dict[str, int] | None:

@@ -1,6 +1,7 @@
 """The report page in a real headless browser (Debian's `chromium`, driven over the DevTools
-protocol): loaded from disk, no console error, every tensor has its section and plot, and a
-screenshot saved under the test's temporary folder."""
+protocol): loaded from disk, no console error, every tensor has its section and plot, shown at
+the size it was drawn (so its text has the pixel sizes it was drawn with), and a screenshot
+saved under the test's temporary folder."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ import time
 
 import pytest
 
-from beam_tensorize.kernels.report.render import tensor_anchor
+from beam_tensorize.kernels.report.render import PLOT_WIDTH, TICK_PX, tensor_anchor
 
 pytestmark = pytest.mark.pipeline
 
 _PAGE_CHECK = """JSON.stringify({
-  sections: [...document.querySelectorAll('section.tensor')].map(
-      s => [s.id, [...s.querySelectorAll('img.plot')].filter(i => i.complete && i.naturalWidth > 0).length,
-            s.querySelector('img.plot') ? s.querySelector('img.plot').getBoundingClientRect().width : 0]),
+  sections: [...document.querySelectorAll('section.tensor')].map(s => {
+      const img = s.querySelector('img.plot'), box = img ? img.getBoundingClientRect() : null;
+      return [s.id, [...s.querySelectorAll('img.plot')].filter(i => i.complete && i.naturalWidth > 0).length,
+              box ? box.width : 0, img ? img.naturalWidth : 0, box ? box.height : 0, img ? img.naturalHeight : 0];
+  }),
   overview: !!document.getElementById('overview'),
   links: [...document.querySelectorAll('#overview a')].map(a => a.getAttribute('href')),
 })"""
@@ -163,8 +166,11 @@ def test_the_report_page_loads_without_errors_with_a_plot_per_tensor(tmp_path, b
         expected = [tensor_anchor(t["name"]) for t in report["tensors"]]
         assert found["overview"] and found["links"] == [f"#{anchor}" for anchor in expected]
         assert [s[0] for s in found["sections"]] == expected
-        for anchor, plots, width in found["sections"]:
-            assert plots >= 1 and width > 100, anchor
+        for anchor, plots, width, natural_width, height, natural_height in found["sections"]:
+            # In a 1,200 pixel wide window every plot is shown 560 pixels wide, one image pixel
+            # per CSS pixel: its tick labels are the 12 pixels they were drawn with (>= 10).
+            assert plots == 1 and (width, height) == (natural_width, natural_height), anchor
+            assert width == PLOT_WIDTH == 560 and height >= 300 and TICK_PX >= 10, anchor
         shot = tmp_path / f"{split}.png"
         browser.screenshot(str(shot))
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

@@ -580,3 +580,333 @@ def test_long_values_are_kept_by_their_start_length_and_digest():
     long_a, long_b = items[0][0], items[2][0]
     assert long_a.startswith("a" * 64 + "… (5000000 characters, sha256 ") and long_a != long_b
     assert all(len(value) <= MAX_VALUE_CHARS for value, _ in items)
+
+
+# --- hashed tensors: the ids the records hold ----------------------------------------------------
+
+
+def test_numeric_sketch_add_counts_equals_adding_the_repeated_values():
+    values = np.asarray([3, 0, -2, 7, 1000, 3], np.int64)
+    counts = np.asarray([2, 5, 1, 0, 4, 1], np.int64)
+    weighted, repeated = NumericSketch(), NumericSketch()
+    weighted.add_counts(values, counts)
+    repeated.add(np.repeat(values, counts))
+    assert weighted.to_json() == repeated.to_json()
+    assert (weighted.count, weighted.zeros, weighted.minimum, weighted.maximum) == (13, 5, -2.0, 1000.0)
+    assert weighted.integral
+    floats = NumericSketch()
+    floats.add_counts(np.asarray([0.5, np.nan, np.inf, 2.5]), np.asarray([2, 3, 1, 2]))
+    assert (floats.count, floats.nan, floats.inf, floats.mean, floats.integral) == (4, 3, 1, 1.5, False)
+    with pytest.raises(ValueError, match="2 values but 1 counts"):
+        NumericSketch().add_counts(np.asarray([1, 2]), np.asarray([1]))
+
+
+def _hashed_columns(config, batches) -> dict[str, tuple[list, list | None]]:
+    """Per hashed tensor: every id its records hold, and the ids per row (None for scalars),
+    from the hashing kernel's own output."""
+    found: dict[str, tuple[list, list | None]] = {}
+    for batch in batches:
+        hashed = hash_tensors(batch, config.tensors)
+        for name in hashed.schema.names:
+            column = hashed.column(name)
+            ids, lengths = found.setdefault(
+                name,
+                ([], [] if pa.types.is_list(column.type) or pa.types.is_large_list(column.type) else None),
+            )
+            if lengths is None:
+                ids.extend(column.to_pylist())
+            else:
+                for row in column.to_pylist():
+                    ids.extend(row)
+                    lengths.append(len(row))
+    return found
+
+
+def test_a_hashed_tensor_is_described_as_the_ids_its_records_hold():
+    """`s` (scalars with nulls), `tags` (lists of 3 ids per value, null and empty lists) and `n`
+    (MD5 of numbers): the numbers, entries and ids per row are those of `hash_tensors`' output
+    (the dummy id included); the NTV vector keeps its input's values."""
+    config = parse_config(HASHED_KINDS_CONFIG)
+    batches = hashed_kinds_batches()
+    stats = Statistics(config)
+    for batch in batches:
+        stats.add_batch(batch)
+    tensors = {t["name"]: t for t in stats.describe()["tensors"]}
+    held = _hashed_columns(config, batches)
+    for name, buckets in (("s", 64), ("tags", 50), ("n", 40)):
+        tensor, (ids, lengths) = tensors[name], held[name]
+        assert tensor["kind"] == "hashed" and tensor["hashing"]["statisticsOf"] == "ids", name
+        numbers = tensor["numeric"]
+        data = np.asarray(ids, np.float64)
+        assert (numbers["count"], numbers["min"], numbers["max"]) == (len(ids), data.min(), data.max()), name
+        assert 0 <= numbers["min"] <= numbers["max"] <= buckets
+        assert numbers["mean"] == pytest.approx(data.mean(), rel=1e-11), name
+        edges = numbers["histogram"]["edges"]  # whole numbers below 128: exact
+        assert numbers["histogram"]["counts"] == np.histogram(data, bins=edges)[0].tolist(), name
+        assert [q["value"] for q in numbers["quantiles"]] == [
+            float(np.quantile(data, q, method="lower")) for q in QUANTILES
+        ], name
+        categories = tensor["categorical"]
+        assert categories["exact"] and categories["occurrences"] == len(ids)
+        assert dict(map(tuple, categories["summary"])) == {str(i): c for i, c in Counter(ids).items()}, name
+        assert (
+            categories["distinctAtLeast"]
+            == len(set(ids))
+            == tensor["hashing"]["bucketsUsed"] + (buckets in ids)
+        )
+        assert (
+            dict(map(tuple, categories["summary"])).get(str(buckets), 0)
+            == tensor["hashing"]["dummyIdOccurrences"]
+        )
+        if lengths is not None:
+            assert tensor["lengths"]["count"] == len(lengths) == 2100
+            assert (
+                tensor["lengths"]["histogram"]["counts"]
+                == np.histogram(lengths, bins=tensor["lengths"]["histogram"]["edges"])[0].tolist()
+            )
+            assert tensor["lengths"]["mean"] == pytest.approx(np.mean(lengths), rel=1e-11)
+        else:
+            assert "lengths" not in tensor
+    # The exact values: `tags` rows hold 3 ids per non-null value, 3 dummy ids (50) without one.
+    tags = tensors["tags"]
+    assert (
+        tags["numeric"]["min"],
+        tags["numeric"]["max"],
+        tags["lengths"]["min"],
+        tags["lengths"]["max"],
+    ) == (0, 50, 3, 9)
+    assert tags["hashing"]["dummyIdOccurrences"] == 3 * sum(
+        1 for b in batches for t in b.column("tags").to_pylist() if not t or all(v is None for v in t)
+    )
+    # The NTV vector: its values and `name,term` entries (the input's), no ids.
+    ntv = tensors["ntv"]
+    assert ntv["hashing"]["statisticsOf"] == "input"
+    assert ntv["numeric"]["max"] == 24.0 and ntv["categorical"]["top"][0]["value"].startswith("g,x")
+
+
+def test_hashed_ids_past_the_tracked_buckets_come_from_a_sketch_of_what_was_hashed():
+    """2**21 buckets: no per-bucket arrays; the ids' numbers are a sketch of the ids hashed
+    (the statistics' own hashing and the hashing step's give the same), no entries."""
+    config = parse_config(
+        {
+            "features": [
+                {
+                    "inputFeatureInfo": {
+                        "columnExpr": "tags",
+                        "transformConfig": {"hashInfo": {"hashBucketSize": 1 << 21, "numHashFunctions": 2}},
+                    },
+                    "outputTensorInfo": {"name": "tags", "dtype": "long", "shape": [-1]},
+                }
+            ]
+        }
+    )
+    batches = [b.select(["tags"]) for b in hashed_kinds_batches()]
+    itself, from_step = Statistics(config), Statistics(config)
+    for batch in batches:
+        itself.add_batch(batch)
+        from_step.add_batch(batch, hashes=False)
+        from_step.add_distinct_hashes(hash_tensors_with_distinct(batch, config.tensors)[1])
+    (tensor,) = itself.describe()["tensors"]
+    assert from_step.describe()["tensors"] == [tensor]
+    ids, lengths = _hashed_columns(config, batches)["tags"]
+    reference = NumericSketch()
+    reference.add(np.asarray(ids, np.int64))
+    numbers = tensor["numeric"]
+    assert (numbers["count"], numbers["min"], numbers["max"]) == (len(ids), min(ids), max(ids))
+    assert max(ids) == 1 << 21  # the dummy id
+    assert numbers["sketch"]["positive"] == reference.to_json()["positive"]
+    assert numbers["mean"] == pytest.approx(np.mean(ids), rel=1e-11)
+    assert "categorical" not in tensor and tensor["hashing"]["estimated"]
+    assert (tensor["lengths"]["min"], tensor["lengths"]["max"]) == (2, 6) and tensor["lengths"][
+        "count"
+    ] == len(lengths)
+
+
+def test_the_sample_s_hashed_tensor_shows_its_bucket_ids_not_the_movie_ids(sample):
+    """movieBucket = movieId hashed into 1,000 buckets: ids 9..998 (the movie ids go to 112,852),
+    240 distinct ids of 275 distinct movies; the page's card says so."""
+    rows, tensors, report = sample
+    bucket = tensors["movieBucket"]
+    ids = [farmhash.fingerprint64(str(r["movieId"])) % 1000 for r in rows]
+    numbers = bucket["numeric"]
+    assert (
+        (numbers["count"], numbers["min"], numbers["max"])
+        == (300, 9.0, 998.0)
+        == (len(ids), min(ids), max(ids))
+    )
+    median = next(q["value"] for q in numbers["quantiles"] if q["q"] == 0.5)
+    assert median == 540.0 and _quantile_ok(np.asarray(ids), 0.5, median)  # 542.5 within 0.78%
+    assert tensors["movieId"]["numeric"]["max"] == 112852.0  # the input, on its own tensor
+    categories = bucket["categorical"]
+    assert (categories["occurrences"], categories["distinctAtLeast"], categories["exact"]) == (300, 240, True)
+    assert [(e["value"], e["count"]) for e in categories["top"][:4]] == [
+        ("509", 4),
+        ("900", 4),
+        ("909", 4),
+        ("419", 3),
+    ]
+    hashing = bucket["hashing"]
+    assert (hashing["distinctValues"], hashing["bucketsUsed"], hashing["statisticsOf"]) == (275, 240, "ids")
+    assert hashing["load"]["histogram"] == {
+        "edges": [-0.5, 0.5, 1.5, 2.5, 3.5, 4.5],
+        "counts": [760, 191, 41, 5, 3],
+    }
+    page = render_html(report)
+    start = page.index(f'id="{tensor_anchor("movieBucket")}"')
+    section = page[start : page.index("</section>", start)]
+    cards = dict(re.findall(r'<span class="muted">([^<]+)</span><b>([^<]*)</b>', section))
+    assert cards == {
+        "kind": "hashed", "rows": "300", "null": "0.00%", "empty": "0.00%",
+        "ids": "300", "min": "9", "median": "540", "max": "998", "distinct ids": "240",
+        "buckets": "1,000", "buckets used": "24.00%",
+        "input: distinct values": "275", "input: values sharing a bucket": "24.73%",
+    }  # fmt: skip
+    assert "top 20 ids" in section and "1.129e+05" not in section
+
+
+# --- the page: distinct counts, categorical drift, plot sizes ----------------------------------
+
+
+def _cards(page: str, name: str) -> dict[str, str]:
+    start = page.index(f'id="{tensor_anchor(name)}"')
+    section = page[start : page.index("</section>", start)]
+    return dict(re.findall(r'<span class="muted">([^<]+)</span><b>([^<]*)</b>', section))
+
+
+def test_distinct_is_a_number_when_exact_and_a_bound_when_not(generated, sample):
+    _, report, _ = generated
+    page = render_html(report)
+    assert _cards(page, "tags")["distinct"] == "60"  # 60 tags, counted exactly
+    cat = {t["name"]: t for t in report["tensors"]}["cat"]["categorical"]
+    assert not cat["exact"]
+    assert (cat["distinctAtLeast"], cat["maxCountError"]) == (659, 8)
+    assert _cards(page, "cat")["distinct"] == "≥ 659 (counts ±8)"
+    assert _cards(render_html(sample[2]), "genres")["distinct"] == "19"
+
+
+def test_categorical_drift_keeps_both_splits_shares_of_the_values():
+    train = {
+        "tensors": [
+            {"name": "g", "categorical": {"occurrences": 10, "summary": [["a", 6], ["b", 3], ["c", 1]]}}
+        ]
+    }
+    current = {
+        "tensors": [
+            {"name": "g", "categorical": {"occurrences": 20, "summary": [["a", 6], ["b", 4], ["d", 10]]}}
+        ]
+    }
+    (g,) = compare(train, current, "trainingData", 0.1)["tensors"]
+    assert (g["measure"], g["distance"], g["flagged"]) == ("L-infinity", 0.5, True)
+    assert g["frequencies"] == {
+        "values": ["a", "d", "b", "c"],
+        "train": [0.6, 0.0, 0.3, 0.1],
+        "current": [0.3, 0.5, 0.2, 0.0],
+    }
+    # Past the shown values, the one that differs most still is among them (here the last).
+    from beam_tensorize.kernels.report.drift import frequencies
+
+    a = {f"v{i:02d}": 100 - i for i in range(30)} | {"rare": 1}
+    b = {f"v{i:02d}": 100 - i for i in range(30)} | {"rare": 500}
+    shown = frequencies(a, sum(a.values()), b, sum(b.values()), limit=5)
+    assert shown["values"] == ["rare", "v00", "v01", "v02", "v03"]
+    shown = frequencies(b, sum(b.values()), b, sum(b.values()), limit=3)
+    assert shown["values"] == ["rare", "v00", "v01"] and shown["train"] == shown["current"]
+
+
+def test_the_categorical_drift_plot_shows_train_and_this_split_side_by_side():
+    from beam_tensorize.kernels.report.render import draw_figure
+
+    drift = {
+        "name": "g", "measure": "L-infinity", "distance": 0.5, "flagged": True, "compared": "values",
+        "frequencies": {"values": ["a", "d", "b", "c"], "train": [0.6, 0.0, 0.3, 0.1], "current": [0.3, 0.5, 0.2, 0.0]},
+    }  # fmt: skip
+    tensor = {"name": "g", "kind": "categorical", "categorical": {"top": [{"value": "a", "count": 6}],
+              "coverage": [{"k": 1, "share": 0.3}], "exact": True, "occurrences": 20, "distinctAtLeast": 3,
+              "maxCountError": 0}}  # fmt: skip
+    fig = draw_figure(tensor, drift)
+    (ax,) = fig.axes
+    bars = [(p.get_y() + p.get_height() / 2, p.get_width(), p.get_facecolor()) for p in ax.patches]
+    train = [
+        round(w, 6)
+        for _, w, color in bars
+        if color[:3] == pytest.approx((0x9A / 255, 0xA5 / 255, 0xB1 / 255))
+    ]
+    current = [
+        round(w, 6)
+        for _, w, color in bars
+        if color[:3] == pytest.approx((0x3E / 255, 0x7C / 255, 0xB1 / 255))
+    ]
+    assert (train, current) == ([0.6, 0.0, 0.3, 0.1], [0.3, 0.5, 0.2, 0.0])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "d", "b", "c"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["train", "this split"]
+    page = render_html({"split": "validationData", "tensors": [tensor], "drift": {
+        "against": "trainingData", "threshold": 0.1, "flagged": ["g"], "tensors": [drift]}})  # fmt: skip
+    assert "(most for d: 0.00% of train, 50.00% here)" in page and "top 1 entries (this split)" in page
+
+
+def _png_size(page: str) -> list[tuple[int, int, int, int]]:
+    """(width attribute, height attribute, PNG width, PNG height) of every plot of a page."""
+    import base64
+    import struct
+
+    found = []
+    for width, height, data in re.findall(
+        r'<img class="plot" alt="[^"]*" width="(\d+)" height="(\d+)" src="data:image/png;base64,([^"]+)"',
+        page,
+    ):
+        png = base64.b64decode(data)
+        found.append((int(width), int(height), *struct.unpack(">II", png[16:24])))
+    return found
+
+
+def test_plots_are_drawn_at_the_size_shown_with_readable_text_and_the_same_bytes(generated, sample):
+    """Every plot: 560 pixels wide, shown at that size (no scaling), tick labels and titles at
+    least 10 pixels; the same document gives the same page, in this process and in the page
+    renderer's."""
+    import json
+    import subprocess
+    import sys
+
+    from matplotlib.text import Text
+
+    from beam_tensorize.kernels.report.render import PLOT_WIDTH, TICK_PX, draw_figure
+
+    _, report, _ = generated
+    train = sample[2]
+    for document in (report, train):
+        sizes = _png_size(render_html(document))
+        assert len(sizes) == len(document["tensors"])
+        for width, height, png_width, png_height in sizes:
+            assert (width, height) == (png_width, png_height) and width == PLOT_WIDTH == 560 and height >= 300
+    drifting = {
+        **report,
+        "drift": compare(
+            report,
+            _statistics(generated_table(seed=6, shift=3.0), parse_config(GENERATED_CONFIG)),
+            "trainingData",
+            0.1,
+        ),
+    }
+    drift_of = {t["name"]: t for t in drifting["drift"]["tensors"]}
+    panels = set()
+    for document in (report, train, drifting):
+        for tensor in document["tensors"]:
+            fig = draw_figure(tensor, drift_of.get(tensor["name"]) if document is drifting else None)
+            (ax,) = fig.axes
+            panels.add(ax.get_title() or ax.get_title(loc="left"))
+            fig.canvas.draw()  # the ticks as drawn
+            texts = [t for t in fig.findobj(Text) if t.get_text() and t.get_visible()]  # every text
+            pixels = [t.get_fontsize() * fig.dpi / 72 for t in texts]
+            assert pixels and min(pixels) >= 10 and min(pixels) == pytest.approx(TICK_PX), tensor["name"]
+            assert fig.get_size_inches()[0] * fig.dpi == pytest.approx(PLOT_WIDTH)
+    assert {"values", "coverage by top k", "bucket load (occurrences per bucket)", "share of values",
+            "share of entries"} <= panels  # fmt: skip
+    page = render_html(drifting)
+    assert render_html(json.loads(json.dumps(drifting))) == page
+    child = subprocess.run(
+        [sys.executable, "-m", "beam_tensorize.kernels.report.render"],
+        input=(json.dumps({"page": drifting}) + "\n").encode(),
+        capture_output=True,
+        check=True,
+    )
+    assert child.stdout.decode("utf-8") == page

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 
 import apache_beam as beam
 import fastavro
@@ -247,3 +248,92 @@ def test_the_page_renderer_draws_the_page_drawn_in_process_and_a_failed_one_is_r
             assert renderer.process.returncode == 0  # it drew the page and exited
     assert len(set(pages.values())) == 1, [how for how, page in pages.items() if page != pages["in-process"]]
     assert pages["in-process"].count('src="data:image/png;base64,') == len(document["tensors"])
+
+
+def test_the_summary_names_the_tensors_past_the_drift_threshold(tmp_path, capsys):
+    """A validation run of well-rated movies only: `response` drifts (Jensen-Shannon 0.28); with
+    a lower threshold the genres (L-infinity 0.021) and userId too, farthest first, each with
+    the digits it takes to read past the threshold. A run like its train data, and the train
+    run itself, print no drift line."""
+    out = str(tmp_path / "out")
+    assert main(["--output", out]) == 0
+    assert "drift:" not in capsys.readouterr().out
+    validation = _validation_input(tmp_path / "valid.avro")
+    args = [
+        "--input",
+        validation,
+        "--config",
+        SAMPLE_CONFIG,
+        "--output",
+        out,
+        "--execution_mode",
+        "validation",
+    ]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        f"  report:        {out}/report/validationData.html",
+        "  drift:         response 0.28 (past 0.1; see report/validationData.html)",
+    ]
+    drift = {t["name"]: t for t in _report(out, "validationData")["drift"]["tensors"]}
+    assert drift["response"]["distance"] == 0.2803220841 and drift["genres"]["distance"] == 0.02080077096
+    assert main([*args, "--save_mode", "overwrite", "--drift_threshold", "0.01", "--report", "json"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  drift:         response 0.28, genreIds 0.02, genreVector 0.02, genres 0.02, userId 0.02 "
+        "(past 0.01; see report/validationData.json)"
+    )
+    assert main([*args, "--save_mode", "overwrite", "--drift_threshold", "0.2803"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  drift:         response 0.28032 (past 0.2803; see report/validationData.html)"
+    )
+    same = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", out, "--execution_mode", "test"]
+    assert main(same) == 0
+    printed = capsys.readouterr().out
+    assert "report/testData.html" in printed and "drift:" not in printed
+    assert _report(out, "testData")["drift"]["flagged"] == []
+
+
+def test_a_validation_run_compares_entries_and_hashed_ids_with_train_side_by_side(tmp_path):
+    """The categorical drift keeps both splits' shares of the values (train's from the sample,
+    this split's from its well-rated movies), as counted from the files; the hashed tensor is
+    compared on its bucket ids."""
+    out = train_then_validation(tmp_path)
+    with open(SAMPLE_AVRO, "rb") as f:
+        rows = list(fastavro.reader(f))
+    shares = []
+    for part in (rows, [r for r in rows if r["response"] >= 4.0]):
+        counted = Counter(g["term"].lower() for r in part for g in r["genreFeatures"])
+        total = sum(counted.values())
+        shares.append({k: float(f"{v / total:.10g}") for k, v in counted.items()})  # 10 digits
+    drift = {t["name"]: t for t in _report(out, "validationData")["drift"]["tensors"]}
+    genres = drift["genres"]["frequencies"]
+    assert genres["values"][:3] == ["drama", "comedy", "action"] and len(genres["values"]) == 19
+    assert genres["train"] == [shares[0][v] for v in genres["values"]]
+    assert genres["current"] == [shares[1][v] for v in genres["values"]]
+    assert (genres["train"][0], genres["current"][0]) == (0.1541401274, 0.1749408983)
+    assert drift["genres"]["distance"] == pytest.approx(0.1749408983 - 0.1541401274, abs=1e-9)
+    bucket = drift["movieBucket"]
+    assert (bucket["measure"], bucket["distance"]) == ("L-infinity", 0.008518518519)
+    assert bucket["frequencies"]["values"][:2] == ["419", "893"]
+    page = open(os.path.join(out, "report", "validationData.html")).read()
+    assert "(most for drama: 15.41% of train, 17.49% here)" in page
+    assert 'alt="genres: drift"' in page and 'alt="movieBucket: drift"' in page
+
+
+def test_the_summary_names_at_most_ten_drifting_tensors(tmp_path):
+    from types import SimpleNamespace
+
+    from pipelines.tensorize import _drift
+
+    tensors = [{"name": f"t{i:02d}", "distance": 0.5 + i / 100, "flagged": True} for i in range(12)]
+    tensors.append({"name": "calm", "distance": 0.05, "flagged": False})
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "testData.json").write_text(
+        json.dumps({"drift": {"threshold": 0.5, "flagged": [], "tensors": tensors}})
+    )
+    spec = SimpleNamespace(output=str(tmp_path), split="testData", report="json")
+    assert _drift(spec) == (
+        "t11 0.61, t10 0.60, t09 0.59, t08 0.58, t07 0.57, t06 0.56, t05 0.55, t04 0.54, t03 0.53, "
+        "t02 0.52 and 2 more (past 0.5; see report/testData.json)"
+    )
+    assert _drift(SimpleNamespace(output=str(tmp_path / "none"), split="testData", report="html")) == ""

@@ -10,14 +10,19 @@ measures it.
   `DRIFT_BINS` equal-width bins spanning both reports' minimum to maximum, the counts read from
   each report's quantile sketch.
 
+Both kinds keep what the page plots, train beside this split: the numbers' two histograms
+(`histograms`), the entries' shares of the `DRIFT_VALUES` values most frequent in either report,
+the value whose shares differ most always among them (`frequencies`).
+
 A tensor with both kinds (name-term-value) is compared on its entries; a tensor with neither
 (only list lengths) on its lengths. A distance above the threshold flags the tensor.
 
 Example:
     >>> a = {"tensors": [{"name": "g", "categorical": {"occurrences": 4, "summary": [["x", 3], ["y", 1]]}}]}
     >>> b = {"tensors": [{"name": "g", "categorical": {"occurrences": 4, "summary": [["x", 1], ["y", 3]]}}]}
-    >>> compare(a, b, "trainingData", 0.1)["tensors"][0]
-    {'name': 'g', 'measure': 'L-infinity', 'distance': 0.5, 'flagged': True, 'compared': 'values'}
+    >>> compare(a, b, "trainingData", 0.1)["tensors"][0]  # doctest: +NORMALIZE_WHITESPACE
+    {'name': 'g', 'measure': 'L-infinity', 'distance': 0.5, 'flagged': True, 'compared': 'values',
+     'frequencies': {'values': ['x', 'y'], 'train': [0.75, 0.25], 'current': [0.25, 0.75]}}
 """
 
 from __future__ import annotations
@@ -26,13 +31,24 @@ import numpy as np
 
 from beam_tensorize.kernels.report.sketches import NumericSketch, round_float
 
-__all__ = ["DEFAULT_DRIFT_THRESHOLD", "DRIFT_BINS", "compare", "jensen_shannon", "l_infinity", "numeric_bins"]
+__all__ = [
+    "DEFAULT_DRIFT_THRESHOLD",
+    "DRIFT_BINS",
+    "DRIFT_VALUES",
+    "compare",
+    "frequencies",
+    "jensen_shannon",
+    "l_infinity",
+    "numeric_bins",
+]
 
 #: `--drift_threshold`'s default (TFDV's examples use 0.01 for L-infinity; 0.1 flags what a
 #: person would see on the plots).
 DEFAULT_DRIFT_THRESHOLD = 0.1
 #: Histogram bins the numeric distributions are compared on.
 DRIFT_BINS = 20
+#: Values whose shares a categorical comparison keeps for the page.
+DRIFT_VALUES = 20
 
 
 def l_infinity(a: dict[str, int], total_a: int, b: dict[str, int], total_b: int) -> float:
@@ -41,6 +57,29 @@ def l_infinity(a: dict[str, int], total_a: int, b: dict[str, int], total_b: int)
         return 0.0 if total_a == total_b else 1.0
     keys = set(a) | set(b)
     return max((abs(a.get(k, 0) / total_a - b.get(k, 0) / total_b) for k in keys), default=0.0)
+
+
+def frequencies(
+    a: dict[str, int], total_a: int, b: dict[str, int], total_b: int, limit: int = DRIFT_VALUES
+) -> dict:
+    """Each split's share of the `limit` values most frequent in either count table (by the
+    larger of their two shares, then by value), the value whose shares differ most (the
+    L-infinity distance, first in that order on a tie) always among them; in that order."""
+
+    def share(counts: dict[str, int], total: int, key: str) -> float:
+        return counts.get(key, 0) / total if total else 0.0
+
+    keys = sorted(set(a) | set(b), key=lambda k: (-max(share(a, total_a, k), share(b, total_b, k)), k))
+    shown = keys[:limit]
+    if keys and limit > 0:
+        widest = max(keys, key=lambda k: abs(share(a, total_a, k) - share(b, total_b, k)))
+        if widest not in shown:
+            shown[-1] = widest
+    return {
+        "values": shown,
+        "train": [round_float(share(a, total_a, k), 10) for k in shown],
+        "current": [round_float(share(b, total_b, k), 10) for k in shown],
+    }
 
 
 def jensen_shannon(p, q) -> float:
@@ -95,10 +134,18 @@ def _compare_tensor(train: dict, current: dict) -> dict | None:
     compared = {"categorical": "values", "numeric": "values", "lengths": "lengths"}[key]
     if key == "categorical":
         a, b = train[key], current[key]
-        distance = l_infinity(
-            dict(map(tuple, a["summary"])), a["occurrences"], dict(map(tuple, b["summary"])), b["occurrences"]
+        counts = (
+            dict(map(tuple, a["summary"])),
+            a["occurrences"],
+            dict(map(tuple, b["summary"])),
+            b["occurrences"],
         )
-        return {"measure": "L-infinity", "distance": distance, "compared": compared}
+        return {
+            "measure": "L-infinity",
+            "distance": l_infinity(*counts),
+            "compared": compared,
+            "frequencies": frequencies(*counts),
+        }
     edges, base, now = numeric_bins(train[key], current[key])
     return {
         "measure": "Jensen-Shannon",

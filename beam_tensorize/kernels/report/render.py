@@ -1,5 +1,9 @@
 """The run report as one self-contained HTML page: an overview, then one section per tensor with
-its plots (inline PNG drawn with matplotlib; no script, no network).
+its plot (inline PNG drawn with matplotlib; no script, no network).
+
+Plots are drawn at the size they are shown (`PLOT_WIDTH` CSS pixels wide, one image pixel per
+CSS pixel, in the first column of the tensor's section) with text in pixel sizes (`TICK_PX`
+and up), and the same document always gives the same bytes (no dates or versions in the PNG).
 
 Example:
     >>> page = render_html({"split": "trainingData", "rowsRead": 2, "rowsWritten": 2, "badRows": 0,
@@ -16,13 +20,30 @@ import contextlib
 import html
 import io
 import json
+import math
 import os
 import sys
 
-__all__ = ["draw_figures", "render_html", "serve_one_page", "tensor_anchor"]
+__all__ = [
+    "PLOT_WIDTH",
+    "TICK_PX",
+    "draw_figure",
+    "draw_figures",
+    "render_html",
+    "serve_one_page",
+    "tensor_anchor",
+]
 
-#: Resolution of the plots (pixels per inch).
-_DPI = 90
+#: Resolution of the plots (pixels per inch): a point of text is `_DPI / 72` pixels.
+_DPI = 100
+#: Width and (usual) height of a plot, in pixels: the page shows it at this size.
+PLOT_WIDTH, PLOT_HEIGHT = 560, 300
+#: Text sizes on the plots, in pixels (at the size the page shows them).
+TICK_PX, TITLE_PX = 12, 13
+#: Categorical drift: the height each value takes (its two bars), in pixels.
+_DRIFT_BAR_PX = 24
+#: Longest value label on a plot (characters, then pixels; longer ones are cut, ending in "…").
+_LABEL_CHARS, _LABEL_PX = 32, 200
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2933;background:#f5f7fa}
@@ -34,9 +55,10 @@ td,th{border-bottom:1px solid #e4e7eb;padding:3px 10px;text-align:left;vertical-
 th{background:#f0f4f8} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .cards{display:flex;flex-wrap:wrap;gap:10px} .card{background:#f0f4f8;border-radius:6px;padding:8px 14px}
 .card b{display:block;font-size:1.3em} .flag{color:#b42318;font-weight:600} .ok{color:#2f7d32}
-img.plot{max-width:100%;height:auto} code{font-size:.85em;word-break:break-all}
+img.plot{display:block;max-width:100%;height:auto} code{font-size:.85em;word-break:break-all}
 .muted{color:#616e7c;font-size:.85em}
-.row{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.row{display:grid;grid-template-columns:560px minmax(0,1fr);gap:24px;align-items:start;margin-top:8px}
+@media (max-width:900px){.row{grid-template-columns:minmax(0,1fr)}}
 .top .bar{display:flex;align-items:center;font-size:.8em;line-height:1.35em}
 .top .label{width:170px;text-align:right;padding-right:6px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
 .top .fill{display:inline-block;height:.9em;background:#3e7cb1} .top .count{padding-left:5px;color:#616e7c}
@@ -75,44 +97,111 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _figure_png(tensor: dict, drift: dict | None) -> str:
-    """The tensor's plot as an inline PNG `<img>` ('' when it has nothing to plot): the drift
-    overlay, else the bucket load of a hashed tensor, the histogram of numbers, the coverage
-    curve of entries, or the values per row. One plot per tensor keeps the page cheap to draw
-    (the top entries are HTML bars)."""
+def _points(px: float) -> float:
+    """A text size in points that is `px` pixels on the plot."""
+    return px * 72 / _DPI
+
+
+def _panel(tensor: dict, drift: dict | None) -> str | None:
+    """The tensor's plot: the drift comparison, else the bucket load of a hashed tensor, the
+    histogram of numbers, the coverage curve of entries, or the values per row (None: nothing
+    to plot). One plot per tensor keeps the page cheap to draw (the top entries are HTML
+    bars)."""
     candidates = [
-        ("drift", bool(drift and "histograms" in drift)),
+        ("drift", bool(drift and ("histograms" in drift or drift.get("frequencies", {}).get("values")))),
         ("load", "load" in tensor.get("hashing", {})),
         ("numeric", bool(tensor.get("numeric", {}).get("histogram"))),
         ("coverage", bool(tensor.get("categorical", {}).get("top"))),
         ("lengths", bool(tensor.get("lengths", {}).get("histogram"))),
     ]
-    panels = [name for name, present in candidates if present]
-    if not panels:
-        return ""
-    panel = panels[0]
+    return next((name for name, present in candidates if present), None)
+
+
+def _label(value) -> str:
+    """A value as a tick label: shortened, `$` kept literal (no mathtext)."""
+    text = str(value)
+    if len(text) > _LABEL_CHARS:
+        text = text[: _LABEL_CHARS - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def _fitted(labels: list[str], pixels: int = _LABEL_PX) -> tuple[list[str], int]:
+    """The tick labels cut to at most `pixels` wide (ending in "…"), measured on the font's
+    outlines without drawing, and the width of the widest."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    font, measure = FontProperties(size=_points(TICK_PX)), TextToPath()
+
+    def width(text: str) -> float:
+        return measure.get_text_width_height_descent(text, font, ismath=False)[0] * _DPI / 72
+
+    fitted, widest = [], 0.0
+    for text in labels:
+        cut = text
+        while len(cut) > 1 and width(cut) > pixels:
+            cut = cut[:-2] + "…"
+        fitted.append(cut)
+        widest = max(widest, width(cut))
+    return fitted, math.ceil(widest)
+
+
+def draw_figure(tensor: dict, drift: dict | None = None):
+    """The matplotlib `Figure` of a tensor's plot (None when it has nothing to plot), drawn at
+    `_DPI` with a fixed layout (tight_layout would draw every figure twice; no grid of
+    subplots): `PLOT_WIDTH` pixels wide, taller for a categorical drift of many values."""
+    panel = _panel(tensor, drift)
+    if panel is None:
+        return None
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    width, height = 3.6, 2.4  # inches
-    fig = Figure(figsize=(width, height), dpi=_DPI)
+    categorical_drift = panel == "drift" and "histograms" not in drift
+    width, height = PLOT_WIDTH, PLOT_HEIGHT
+    left, right, top, bottom = 64, 16, 30, 40  # margins, pixels
+    labels = None
+    if categorical_drift:
+        labels, widest = _fitted([_label(v) for v in drift["frequencies"]["values"]])
+        height = max(PLOT_HEIGHT, top + bottom + _DRIFT_BAR_PX * len(labels))
+        left = max(64, 16 + widest)
+    elif panel == "coverage":
+        bottom += 14  # the axis label
+    fig = Figure(figsize=(width / _DPI, height / _DPI), dpi=_DPI)
     FigureCanvasAgg(fig)
-    # A fixed layout (tight_layout would draw every figure twice; no grid of subplots).
-    left, bottom = 0.5 / width, 0.2
-    ax = fig.add_axes((left, bottom, 0.96 - left, 0.88 - bottom))
-    _draw(ax, panel, tensor, drift)
-    ax.tick_params(labelsize=8)
-    ax.title.set_fontsize(9)
-    if panel != "coverage":
+    ax = fig.add_axes(
+        (left / width, bottom / height, 1 - (left + right) / width, 1 - (top + bottom) / height)
+    )
+    _draw(ax, panel, tensor, drift, labels)
+    ax.tick_params(labelsize=_points(TICK_PX))
+    ax.title.set_fontsize(_points(TITLE_PX))
+    ax.xaxis.label.set_fontsize(_points(TICK_PX))
+    ax.yaxis.label.set_fontsize(_points(TICK_PX))
+    if categorical_drift:
         ax.xaxis.set_major_locator(MaxNLocator(5))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
-    ax.yaxis.set_major_locator(MaxNLocator(4))  # few ticks: most of a plot's drawing time
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{100 * value:.3g}%"))
+    else:
+        if panel != "coverage":
+            ax.xaxis.set_major_locator(MaxNLocator(6))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
+        ax.yaxis.set_major_locator(MaxNLocator(5))  # few ticks: most of a plot's drawing time
+    return fig
+
+
+def _figure_png(tensor: dict, drift: dict | None) -> str:
+    """The tensor's plot as an inline PNG `<img>` of its size in pixels ('' when it has
+    nothing to plot)."""
+    fig = draw_figure(tensor, drift)
+    if fig is None:
+        return ""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    alt = html.escape(f"{tensor['name']}: {panel}")
-    return f'<img class="plot" alt="{alt}" width="{int(width * _DPI)}" src="data:image/png;base64,{data}">'
+    width, height = (round(v) for v in fig.get_size_inches() * _DPI)
+    alt = html.escape(f"{tensor['name']}: {_panel(tensor, drift)}")
+    return (
+        f'<img class="plot" alt="{alt}" width="{width}" height="{height}" src="data:image/png;base64,{data}">'
+    )
 
 
 def _bars(ax, edges, counts, **style):
@@ -121,12 +210,25 @@ def _bars(ax, edges, counts, **style):
     ax.stairs(counts, edges, fill=True, **style)
 
 
-def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
+def _legend(ax) -> None:
+    """Train and this split, above the plot's right end (clear of the bars)."""
+    ax.legend(
+        frameon=False,
+        fontsize=_points(TICK_PX),
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncols=2,
+        borderaxespad=0.1,
+        handlelength=1.2,
+    )
+
+
+def _draw(ax, panel: str, tensor: dict, drift: dict | None, labels: list[str] | None = None) -> None:
     if panel == "numeric":
         hist = tensor["numeric"]["histogram"]
         _bars(ax, hist["edges"], hist["counts"], color="#3e7cb1", edgecolor="white")
-        ax.set_title("values", y=1.0)
-    elif panel == "drift":
+        ax.set_title("ids" if tensor.get("hashing", {}).get("statisticsOf") == "ids" else "values", y=1.0)
+    elif panel == "drift" and "histograms" in drift:
         hist = drift["histograms"]
         total_a, total_b = sum(hist["train"]) or 1, sum(hist["current"]) or 1
         _bars(
@@ -140,8 +242,17 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
             alpha=0.6,
             label="this split",
         )
-        ax.legend(frameon=False, fontsize=8)
-        ax.set_title(f"{drift['compared']} vs train (share)", y=1.0)
+        _legend(ax)
+        ax.set_title(f"share of {drift['compared']}", loc="left", y=1.0)
+    elif panel == "drift":  # categorical: each value's share in train and here, side by side
+        freq = drift["frequencies"]
+        rows = range(len(freq["values"]))
+        ax.barh([y - 0.2 for y in rows], freq["train"], height=0.4, color="#9aa5b1", label="train")
+        ax.barh([y + 0.2 for y in rows], freq["current"], height=0.4, color="#3e7cb1", label="this split")
+        ax.set_yticks(list(rows), labels)
+        ax.set_ylim(len(freq["values"]) - 0.5, -0.5)  # the most frequent on top
+        _legend(ax)
+        ax.set_title("share of entries", loc="left", y=1.0)
     elif panel == "coverage":
         points = tensor["categorical"]["coverage"]
         ax.plot([p["k"] for p in points], [p["share"] for p in points], marker="o", color="#3e7cb1")
@@ -164,7 +275,17 @@ def _draw(ax, panel: str, tensor: dict, drift: dict | None) -> None:
     ax.spines[["top", "right"]].set_visible(False)
 
 
+def _distinct(categories: dict) -> str:
+    """The distinct count of a categorical summary: the number when it is exact, else a lower
+    bound (with the counts' error)."""
+    if categories["exact"]:
+        return _fmt(categories["distinctAtLeast"])
+    return f"≥ {categories['distinctAtLeast']:,} (counts ±{categories['maxCountError']:,})"
+
+
 def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
+    # A hashed tensor described as the ids its records hold (else: an NTV vector's values).
+    ids = tensor.get("hashing", {}).get("statisticsOf") == "ids"
     facts = [
         ("kind", _fmt(tensor.get("kind"))),
         ("rows", _fmt(tensor.get("rows"))),
@@ -175,27 +296,28 @@ def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
     if numbers:
         quantiles = {q["q"]: q["value"] for q in numbers.get("quantiles", [])}
         facts += [
-            ("values", _fmt(numbers["count"])),
+            ("ids" if ids else "values", _fmt(numbers["count"])),
             ("min", _fmt(numbers["min"])),
             ("median", _fmt(quantiles.get(0.5))),
             ("max", _fmt(numbers["max"])),
-            ("mean", _fmt(numbers["mean"])),
-            ("std", _fmt(numbers["std"])),
         ]
+        if not ids:  # the mean of ids tells nothing
+            facts += [("mean", _fmt(numbers["mean"])), ("std", _fmt(numbers["std"]))]
         if numbers.get("nanCount"):
             facts.append(("NaN", _fmt(numbers["nanCount"])))
     lengths = tensor.get("lengths")
     if lengths and lengths.get("count"):
         facts.append(
-            ("values per row", f"{_fmt(lengths['min'])}-{_fmt(lengths['max'])}, mean {_fmt(lengths['mean'])}")
+            (
+                "ids per row" if ids else "values per row",
+                f"{_fmt(lengths['min'])}-{_fmt(lengths['max'])}, mean {_fmt(lengths['mean'])}",
+            )
         )
     categories = tensor.get("categorical")
-    if categories:
-        exact = "" if categories["exact"] else f" (counts ±{categories['maxCountError']:,})"
-        facts += [
-            ("entries", _fmt(categories["occurrences"])),
-            ("distinct", f"≥ {categories['distinctAtLeast']:,}{exact}"),
-        ]
+    if categories and ids:
+        facts.append(("distinct ids", _distinct(categories)))
+    elif categories:
+        facts += [("entries", _fmt(categories["occurrences"])), ("distinct", _distinct(categories))]
         top20 = next((c["share"] for c in categories["coverage"] if c["k"] == 20), None)
         facts.append(("top 20 cover", _pct(top20)))
     listed = tensor.get("featureList")
@@ -203,16 +325,18 @@ def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
         facts += [("list size", _fmt(listed["size"])), ("not in list", _pct(listed["unknownShare"]))]
     hashing = tensor.get("hashing")
     if hashing:
-        facts += [
-            ("buckets", _fmt(hashing["hashBucketSize"])),
-            (
-                "distinct values",
-                ("≈ " if not hashing["distinctExact"] else "") + _fmt(hashing["distinctValues"]),
-            ),
-            ("colliding values", _pct(hashing.get("collidingShare"))),
-        ]
+        facts.append(("buckets", _fmt(hashing["hashBucketSize"])))
         if "bucketsUsedShare" in hashing:
             facts.append(("buckets used", _pct(hashing["bucketsUsedShare"])))
+        if hashing.get("dummyIdOccurrences"):
+            facts.append(("dummy ids", _fmt(hashing["dummyIdOccurrences"])))
+        facts += [
+            (
+                "input: distinct values",
+                ("≈ " if not hashing["distinctExact"] else "") + _fmt(hashing["distinctValues"]),
+            ),
+            ("input: values sharing a bucket", _pct(hashing.get("collidingShare"))),
+        ]
     sparse = tensor.get("sparse")
     if sparse:
         facts += [("dimension", _fmt(sparse["dimension"])), ("density", _pct(sparse["density"]))]
@@ -221,6 +345,19 @@ def _tensor_facts(tensor: dict) -> list[tuple[str, str]]:
 
 def _figure_key(tensor: dict, drift: dict | None) -> str:
     return json.dumps([tensor, drift], sort_keys=True)
+
+
+def _largest_difference(drift: dict) -> str:
+    """Categorical drift: which shown value's share differs most, and its two shares."""
+    freq = drift.get("frequencies") or {}
+    if not freq.get("values"):
+        return ""
+    gaps = [abs(a - b) for a, b in zip(freq["train"], freq["current"])]
+    at = gaps.index(max(gaps))
+    return (
+        f" (most for {html.escape(str(freq['values'][at]))}: {_pct(freq['train'][at])} of train, "
+        f"{_pct(freq['current'][at])} here)"
+    )
 
 
 def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -> str:
@@ -233,7 +370,7 @@ def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -
         mark = '<span class="flag">drift</span>' if drift["flagged"] else '<span class="ok">no drift</span>'
         drift_line = (
             f"<p>{mark}: {html.escape(drift['measure'])} distance of the {drift['compared']} to train "
-            f"{_fmt(drift['distance'])}</p>"
+            f"{_fmt(drift['distance'])}{_largest_difference(drift)}</p>"
         )
     top = ""
     categories = tensor.get("categorical")
@@ -241,11 +378,13 @@ def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -
         highest = categories["top"][0]["count"] or 1
         bars = "".join(
             f'<div class="bar"><span class="label" title="{html.escape(str(t["value"]))}">'
-            f'{html.escape(str(t["value"])[:40])}</span><span class="fill" style="width:{240 * t["count"] / highest:.0f}px">'
+            f'{html.escape(str(t["value"])[:40])}</span><span class="fill" style="width:{200 * t["count"] / highest:.0f}px">'
             f'</span><span class="count">{_fmt(t["count"])}</span></div>'
             for t in categories["top"]
         )
-        top = f'<div class="top"><div class="muted">top {len(categories["top"])} entries</div>{bars}</div>'
+        what = "ids" if tensor.get("hashing", {}).get("statisticsOf") == "ids" else "entries"
+        where = " (this split)" if drift else ""
+        top = f'<div class="top"><div class="muted">top {len(categories["top"])} {what}{where}</div>{bars}</div>'
     image = figures.get(_figure_key(tensor, drift))
     if image is None:
         image = _figure_png(tensor, drift)

@@ -186,7 +186,23 @@ class NumericSketch:
 
     def add(self, values: np.ndarray) -> None:
         """Add a batch of numbers (integers keep `integral`; floats clear it)."""
+        self._add(values, None)
+
+    def add_counts(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """Add each of `values` `counts` times (int counts, one per value; e.g. the distinct ids
+        of a batch and their occurrences): the sketch of the values repeated that often."""
+        counts = np.asarray(counts, np.int64)
         values = np.asarray(values)
+        if len(values) != len(counts):
+            raise ValueError(f"{len(values)} values but {len(counts)} counts")
+        if (counts < 0).any():
+            raise ValueError("counts must not be negative")
+        self._add(values, counts)
+
+    def _add(self, values: np.ndarray, counts: np.ndarray | None) -> None:
+        values = np.asarray(values)
+        if counts is not None and not counts.all():
+            values, counts = values[counts > 0], counts[counts > 0]
         if not len(values):
             return
         if not (np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_):
@@ -195,23 +211,33 @@ class NumericSketch:
             converted = _scratch(len(values), np.float64)
             np.copyto(converted, values, casting="unsafe")
             values = converted
-        total = float(values.sum())
+        weights = None if counts is None else counts.astype(np.float64)
+        total = float(values.sum()) if weights is None else float(np.dot(values, weights))
         if not math.isfinite(total):  # a NaN or an infinity (or a sum past float64's range)
             finite = np.isfinite(values)
             if not finite.all():
                 nan = np.isnan(values)
-                self.nan += int(nan.sum())
-                self.inf += int((~finite & ~nan).sum())
+                inf = ~finite & ~nan
+                if counts is None:
+                    self.nan += int(nan.sum())
+                    self.inf += int(inf.sum())
+                else:
+                    self.nan += int(counts[nan].sum())
+                    self.inf += int(counts[inf].sum())
+                    counts, weights = counts[finite], weights[finite]
                 values = values[finite]
                 if not len(values):
                     return
-                total = float(values.sum())
-        self.count += len(values)
+                total = float(values.sum()) if weights is None else float(np.dot(values, weights))
+        self.count += len(values) if counts is None else int(counts.sum())
         low, high = float(values.min()), float(values.max())
         self.minimum = low if self.minimum is None else min(self.minimum, low)
         self.maximum = high if self.maximum is None else max(self.maximum, high)
         self.total += total
-        self.squares += float(np.einsum("i,i->", values, values))  # no BLAS threads
+        if weights is None:
+            self.squares += float(np.einsum("i,i->", values, values))  # no BLAS threads
+        else:
+            self.squares += float(np.einsum("i,i,i->", values, values, weights))
         # One shift of the float64 bits names each value's bucket: `index` for positive values,
         # `index - _SIGN` for negative ones (arithmetic shift of the sign bit); one bincount
         # counts them. The codes go to a reused buffer (a fresh one per batch costs more than
@@ -220,21 +246,24 @@ class NumericSketch:
         np.right_shift(values.view(np.int64), _SHIFT, out=code)
         first = int(code.min())
         np.subtract(code, first, out=code)
-        dense = np.bincount(code)
+        if weights is None:
+            dense = np.bincount(code)
+        else:  # float64 sums of whole counts: exact below 2**53 occurrences per bucket
+            dense = np.bincount(code, weights=weights).astype(np.int64)
         split = min(max(-first, 0), len(dense))  # codes below 0: negative values
         parts = ((self.negative, dense[:split], first + _SIGN), (self.positive, dense[split:], first + split))
-        for store, counts, offset in parts:
-            if not len(counts):
+        for store, bucket_counts, offset in parts:
+            if not len(bucket_counts):
                 continue
-            nonzero = np.flatnonzero(counts)
+            nonzero = np.flatnonzero(bucket_counts)
             if not len(nonzero):
                 continue
             start, stop = int(nonzero[0]), int(nonzero[-1]) + 1
             if offset + start == 0:  # bucket 0: zeros (and the smallest subnormals)
-                self.zeros += int(counts[0])
+                self.zeros += int(bucket_counts[0])
                 start = int(nonzero[1]) if len(nonzero) > 1 else stop
             if start < stop:
-                store.add_dense(offset + start, counts[start:stop])
+                store.add_dense(offset + start, bucket_counts[start:stop])
 
     def merge(self, other: NumericSketch) -> None:
         self.count += other.count

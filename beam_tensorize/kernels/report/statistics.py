@@ -5,14 +5,20 @@
 * per input file: rows decoded, records that did not decode, rows that did not convert;
 * per tensor: rows, null rows, empty rows (lists with no value), the list-length distribution,
   numbers (`NumericSketch`), text / feature-list entries (`TopK`), entries not in the tensor's
-  feature list, and for hashed tensors the load of every bucket and, per bucket, the smallest and
-  largest 62-bit hash of the distinct values in it (two differ: the bucket holds colliding
-  values), plus a distinct count (`DistinctSketch`);
+  feature list, and for hashed tensors the load of every bucket (occurrences of each id, the
+  dummy id too) and, per bucket, the smallest and largest 62-bit hash of the distinct values in
+  it (two differ: the bucket holds colliding values), plus a distinct count of the input values
+  (`DistinctSketch`);
 * dead letters by reason, with their count and the smallest example (as JSON text).
 
 It is filled from the batches *before* hashing and feature-list lookup (what `ExtractFeatures`
 gives): the statistics describe the values people recognise (strings, NTV `name,term`
-entries). Hashed tensors' buckets come from what the hashing step saw of the same batch
+entries), which a feature list maps one to one to the ids the records hold. Hashing does not:
+a hashed tensor (other than name-term-value vectors, whose values stay the input's) is described
+as the ids its records hold, `0 .. hashBucketSize - 1` and the dummy id `hashBucketSize`: its
+numbers and entries are the bucket loads, its lengths the ids per row (`numHashFunctions` per
+value, and per row without a value); of its input only the distinct count is given, under
+`hashing`. Hashed tensors' buckets come from what the hashing step saw of the same batch
 (`add_distinct_hashes` with `hashing.hash_tensors_with_distinct`'s results, each distinct value
 hashed once for both), or, for batches no hashing step saw, from hashing their distinct values
 with the job's hash functions (`add_batch`). `describe` turns it into the report's JSON
@@ -48,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.arrow_types import is_list_type, list_lengths
+from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths
 from beam_tensorize.kernels.features.conversion import is_hashed_ntv
 from beam_tensorize.kernels.features.hashing import DistinctHashes, distinct_hashes, hash_buckets
 from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts
@@ -138,6 +144,8 @@ class TensorStatistics:
         self.low: np.ndarray | None = None
         self.high: np.ndarray | None = None
         self.distinct: DistinctSketch | None = None
+        #: The hashed ids (numbers), when there are too many buckets for `loads` to tell them.
+        self.ids: NumericSketch | None = None
         if hash_info is not None:
             self.distinct = DistinctSketch()
             n = hash_info.hash_bucket_size
@@ -145,6 +153,8 @@ class TensorStatistics:
                 self.loads = np.zeros(n + 1, np.int64)  # the last: the dummy id
                 self.low = np.full(n, np.iinfo(np.int64).max, np.int64)
                 self.high = np.full(n, -1, np.int64)
+            else:
+                self.ids = NumericSketch()
 
     # --- filling -----------------------------------------------------------------------------
 
@@ -170,6 +180,11 @@ class TensorStatistics:
     def _add_values(self, column: pa.Array, vocabulary: pa.Array | None, hashes: bool) -> None:
         t = column.type
         lengths = None
+        if self.hash_info is not None and not is_ntv(t):  # described as its ids
+            self._add_hashed_lengths(column)
+            if hashes:
+                self.add_distinct_hashes(distinct_hashes(column, self.tensor))
+            return
         if is_ntv(t):
             self.ntv = True
             lengths = list_lengths(column)
@@ -196,6 +211,24 @@ class TensorStatistics:
             self.lengths.add(kept)
         if self.hash_info is not None and hashes:
             self.add_distinct_hashes(distinct_hashes(column, self.tensor))
+
+    def _add_hashed_lengths(self, column: pa.Array) -> None:
+        """Empty list rows, and the ids per row of a hashed list: k per non-null value, k for a
+        row without one (the dummy id k times), null rows included (they hold the dummy ids)."""
+        if not is_list_type(column.type):
+            return
+        column = as_large_list(column)
+        lengths = list_lengths(column)  # 0 for null rows
+        valid = np.asarray(column.is_valid(), bool) if column.null_count else None
+        self.empties += int(((lengths == 0) if valid is None else ((lengths == 0) & valid)).sum())
+        flat = column.flatten()
+        if flat.null_count:  # count the non-null values of each row
+            seen = np.concatenate([[0], np.cumsum(np.asarray(flat.is_valid(), bool), dtype=np.int64)])
+            starts = np.concatenate([[0], np.cumsum(lengths)])
+            lengths = seen[starts[1:]] - seen[starts[:-1]]
+        if self.lengths is None:
+            self.lengths = NumericSketch()
+        self.lengths.add(self.hash_info.num_hash_functions * np.maximum(lengths, 1))
 
     def _add_leaf(self, flat: pa.Array, vocabulary: pa.Array | None) -> None:
         flat = flat.drop_null() if flat.null_count else flat
@@ -235,6 +268,11 @@ class TensorStatistics:
         n, k = self.hash_info.hash_bucket_size, self.hash_info.num_hash_functions
         if self.loads is not None:
             self.loads[n] += seen.dummy_rows * k
+        else:
+            self.ids.add_counts(
+                np.append(seen.ids.reshape(-1), n),
+                np.append(np.repeat(seen.counts, k), seen.dummy_rows * k),
+            )
         if not len(seen.counts):
             return
         if seen.fingerprints is not None:  # one FarmHash function: its fingerprint names the value
@@ -262,7 +300,7 @@ class TensorStatistics:
             self.lengths = self.values = self.top = self.unknown = None
             other = copy.copy(other)
             other.lengths = other.values = other.top = other.unknown = None
-        for attr in ("lengths", "values", "top", "distinct"):
+        for attr in ("lengths", "values", "top", "distinct", "ids"):
             mine, theirs = getattr(self, attr), getattr(other, attr)
             if theirs is None:
                 continue
@@ -310,8 +348,15 @@ class TensorStatistics:
                 "unknownOccurrences": self.unknown,
                 "unknownShare": _share(self.unknown, occurrences),
             }
+        if self.hash_info is not None and not self.ntv and self.not_summarized is None:  # its ids
+            ids, top = self._hashed_ids()
+            if ids.count:
+                entry["numeric"] = describe_numbers(ids)
+            if top is not None and top.total:
+                entry["categorical"] = describe_categories(top)
         if self.hash_info is not None:
             entry["hashing"] = self._describe_hashing()
+            entry["hashing"]["statisticsOf"] = "input" if self.ntv else "ids"
         dimension = self._dimension()
         if dimension and self.lengths is not None and self.lengths.count:
             entry["sparse"] = {
@@ -342,6 +387,25 @@ class TensorStatistics:
             return int(np.prod(shape))
         return None
 
+    def _hashed_ids(self) -> tuple[NumericSketch, TopK | None]:
+        """The numbers and the entries (ids as text; None past `MAX_TRACKED_BUCKETS` buckets) of
+        the ids a hashed tensor's records hold, from the bucket loads: exact. The entries keep
+        the `TOP_K_CAPACITY` most frequent ids (ties: the smaller id); `dropped` is the load of
+        the next one, so every id more frequent than that is listed, with its exact count."""
+        if self.loads is None:
+            return self.ids, None
+        used = np.flatnonzero(self.loads)
+        loads = self.loads[used]
+        ids = NumericSketch()
+        ids.add_counts(used, loads)
+        top = TopK()
+        order = np.lexsort((used, -loads))
+        kept = order[: top.capacity]
+        top.total = int(loads.sum())
+        top.dropped = int(loads[order[top.capacity]]) if len(order) > top.capacity else 0
+        top.counts = {str(i): c for i, c in zip(used[kept].tolist(), loads[kept].tolist())}
+        return ids, top
+
     def _describe_hashing(self) -> dict:
         info = self.hash_info
         n, k = info.hash_bucket_size, info.num_hash_functions
@@ -362,7 +426,10 @@ class TensorStatistics:
         alone = int((occupied & (self.low == self.high)).sum())
         colliding = max(distinct - alone, 0) if distinct else 0
         top = int(loads.max()) if n else 0
-        edges = np.linspace(0, max(top, 1), HISTOGRAM_BINS + 1)
+        if top <= INTEGER_BINS:  # one bin per load (loads are whole numbers)
+            edges = np.arange(-0.5, top + 1.0)
+        else:
+            edges = np.linspace(0, top, HISTOGRAM_BINS + 1)
         histogram = np.histogram(loads, bins=edges)[0]
         entry.update(
             {
