@@ -641,6 +641,8 @@ def _configure_logging(verbose: bool) -> str:
 
 
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\w*: (.+)$")
+#: The step name Beam appends to a failed step's message (the log keeps it).
+_BEAM_STEP = re.compile(r"(?: \[while running '[^']*'\])+$")
 
 
 def _remove_own_temporaries(output: str) -> None:
@@ -655,15 +657,15 @@ def _remove_own_temporaries(output: str) -> None:
 def _one_line(err: BaseException) -> str:
     """The message of a failed job in one line: a runner may wrap the worker's traceback into
     the exception's text (multi-process DirectRunner, portable runners); keep its last
-    exception line."""
+    exception line, without the step name Beam appends (`[while running '...']`)."""
     lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
     if len(lines) <= 1:
-        return lines[0] if lines else type(err).__name__
+        return _BEAM_STEP.sub("", lines[0]) if lines else type(err).__name__
     for line in reversed(lines):
         found = _EXCEPTION_LINE.match(line)
         if found:
-            return found.group(1)
-    return lines[-1]
+            return _BEAM_STEP.sub("", found.group(1))
+    return _BEAM_STEP.sub("", lines[-1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
