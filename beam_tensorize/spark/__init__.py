@@ -24,18 +24,25 @@ Example::
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+import warnings
 
-from beam_tensorize.spark.session import local_session
-from beam_tensorize.spark.table_source import (
+# PySpark warns on every import with pandas 3 that it does not fully support it; that concerns
+# pandas-on-Spark. This package hands Spark Arrow batches (`mapInArrow`) and never goes through
+# pandas, and its outputs are checked byte for byte against the Beam job's with pandas 3.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+from pyspark.sql import SparkSession  # noqa: E402  (after the filter: importing PySpark warns)
+
+from beam_tensorize.spark.session import local_session  # noqa: E402
+from beam_tensorize.spark.table_source import (  # noqa: E402
     AVRO_FORMAT,
     TABLE_FORMAT,
     AvroDataSource,
     TableDataSource,
     source_batches,
 )
-from beam_tensorize.spark.tensorize import tensorize_spark
-from beam_tensorize.spark.tfrecord_source import TFRECORD_FORMAT, TFRecordDataSource
+from beam_tensorize.spark.tensorize import tensorize_spark  # noqa: E402
+from beam_tensorize.spark.tfrecord_source import TFRECORD_FORMAT, TFRecordDataSource  # noqa: E402
 
 __all__ = [
     "AVRO_FORMAT",
