@@ -482,7 +482,7 @@ class _Reader:
         dataset = layout.batches(chunks)
         if drop_remainder:
             first = fields[0]
-            dataset = dataset.filter(lambda batch: _rows(batch[first.name], first) == batch_size)
+            dataset = dataset.filter(lambda batch: _batch_rows(batch[first.name]) == batch_size)
         if dedup is not None:
             names = [f.name for f in self._read_fields]
             dataset = dataset.map(functools.partial(_restored, dedup=dedup, names=names))
@@ -501,7 +501,7 @@ class _Reader:
 
         def finish(batch):
             first = fields[0]
-            rows = _rows(batch[first.name], first)  # before lists become sparse tensors
+            rows = _batch_rows(batch[first.name])  # before lists become sparse tensors
             if not values:
                 batch = DataFrame.parse(batch, pad=pad, fields=fields)
             elif shaped:
@@ -759,13 +759,6 @@ def parse(pad=False):
     """HybridBackend's `hb.data.parse`: `dataset.apply(parse())` turns each batch's
     `DataFrame.Value`s into `tf.SparseTensor`s (padded dense tensors with `pad`)."""
     return lambda dataset: dataset.map(lambda batch: DataFrame.parse(batch, pad=pad))
-
-
-def _rows(value, field: _Field) -> tf.Tensor:
-    """The number of rows of one column's batch."""
-    if field.ragged_rank == 0:
-        return tf.shape(value)[0]
-    return tf.shape(value.nested_row_splits[0])[0] - 1
 
 
 def _tabular(filenames, fields, field_map_fn, to_dense, reads, options: _Options, batch_size, drop_remainder):
