@@ -35,6 +35,8 @@ EXTRAS_REQUIRE = {
         "apache-beam[aws]>=2.60,<3",
         # The report page's browser test drives Debian's chromium over the DevTools protocol.
         "websockets>=12",
+        # TF Transform analyses an output with its metadata/schema.pbtxt (tests/test_tfx_schema.py).
+        "tensorflow-transform>=1.21",
     ],
     "aws": ["apache-beam[aws]>=2.60,<3"],
     "spark": ["pyspark>=4.0"],

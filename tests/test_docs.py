@@ -529,7 +529,7 @@ def readme_layout(doc: Doc) -> None:
                 continue
             assert glob.glob(str(output / pattern)), f"{path}: not in the output of the sample run"
             checked += 1
-    assert checked == 9
+    assert checked == 10
 
 
 def readme_make_dataset(doc: Doc) -> None:
@@ -540,6 +540,16 @@ def readme_make_dataset(doc: Doc) -> None:
     assert sorted(features) == sorted(t["name"] for t in written["features"])
     assert sorted(labels) == [t["name"] for t in written["labels"]] == ["response"]
     assert features["movieId"].shape[0] == 300 % 32  # the last batch: every record was read
+
+
+def readme_tfx(doc: Doc) -> None:
+    import tensorflow as tf
+
+    doc.sample_output()
+    namespace, _ = run_python(doc.block)
+    batch = namespace["batch"]
+    assert isinstance(batch["genres"], tf.RaggedTensor) and isinstance(batch["genreVector"], tf.SparseTensor)
+    assert batch["movieId"].shape == [32]
 
 
 def without_labels(record: bytes, labels: list[str]) -> bytes:
@@ -1146,6 +1156,8 @@ REGISTRY: dict[tuple[str, str], Entry] = {
     ("README.md", "<output>/"): checked("a layout: its paths exist in the Quick start's output", readme_layout),
     ("README.md", 'from beam_tensorize.tf import make_dataset'): run(
         "reads the Quick start's output", readme_make_dataset),
+    ("README.md", "from google.protobuf import text_format"): run(
+        "reads the Quick start's output with tfx-bsl", readme_tfx),
     ("README.md", "from beam_tensorize.serving import Preprocessor"): run(
         "prelude: `records`, sample rows; the bytes compared with the job's", readme_serving),
     ("README.md", "# after the Quick start's first command: group its records by movie"): delegate(

@@ -887,3 +887,46 @@ def test_avro_schema_evolution_gives_the_beam_files(spark, tmp_path):
         for r in _records(tmp_path / "spark")
     )
     assert ratings == [2.5] * 100 + [4.0] * 200
+
+
+def test_tfrecord_source_takes_partition_by_and_every_spark_save_mode(spark, tmp_path):
+    """Spark-TFRecord users' habits: `.partitionBy(...)` and a plain `.save()` (Spark's
+    `errorifexists`), which Spark refuses for Python data sources, write as the options do;
+    other formats are written as before."""
+    register_data_sources(spark)
+    df = spark.createDataFrame(
+        [(1, "a", 2.0), (2, "b", 3.0), (3, "a", None)], "id long, day string, x double"
+    )
+    df = df.coalesce(1)
+    habit, option = str(tmp_path / "habit"), str(tmp_path / "option")
+    df.write.format("tfrecord").partitionBy("day").save(habit)
+    df.write.format("tfrecord").mode("append").option("saveMode", "error").option("partition_by", "day").save(
+        option
+    )
+    assert _tree(habit) == _tree(option)
+    assert sorted(n for n in _tree(habit) if not n.startswith("_")) == [
+        "day=a/part-00000-of-00001.tfrecord",
+        "day=b/part-00000-of-00001.tfrecord",
+    ]
+    # errorifexists over an existing output: one line from the driver, nothing written
+    before = _tree(habit)
+    with pytest.raises(FileExistsError, match=r"habit already holds 2 file\(s\) \(e\.g\. .*day=a/part-00000"):
+        df.write.format("tfrecord").partitionBy("day").save(habit)
+    df.write.mode("ignore").partitionBy("day").format("tfrecord").save(habit)  # any order of calls
+    assert _tree(habit) == before
+    df.write.save(habit, format="tfrecord", mode="overwrite", partitionBy="id")  # save's own arguments
+    assert sorted(n.split("/")[0] for n in _tree(habit) if not n.startswith("_")) == ["id=1", "id=2", "id=3"]
+    with pytest.raises(ValueError, match=r"partitionBy\('day'\) and option partition_by='id' differ"):
+        df.write.format("tfrecord").option("partition_by", "id").partitionBy("day").save(str(tmp_path / "x"))
+    # other formats: Spark's own partitionBy and modes, untouched
+    parquet = str(tmp_path / "parquet")
+    df.write.partitionBy("day").parquet(parquet)
+    assert {n.split("/")[0] for n in _tree(parquet) if n.startswith("day=")} == {"day=a", "day=b"}
+    with pytest.raises(Exception, match="PATH_ALREADY_EXISTS"):
+        df.write.format("parquet").save(parquet)
+    back = spark.read.format("tfrecord").load(option)
+    assert sorted((r.id, r.day, r.x) for r in back.collect()) == [
+        (1, "a", 2.0),
+        (2, "b", 3.0),
+        (3, "a", None),
+    ]

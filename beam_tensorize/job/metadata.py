@@ -20,8 +20,9 @@ from beam_tensorize.kernels.metadata import (
     merge_maxima,
     metadata_json,
 )
+from beam_tensorize.kernels.tfmd_schema import SCHEMA_FILE, schema_text
 
-__all__ = ["read_metadata", "write_metadata"]
+__all__ = ["read_metadata", "stage_metadata_files", "write_metadata"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -121,7 +122,19 @@ def write_metadata(
         discard_unknown=discard_unknown,
         transform=transform if transform is not None else (previous or {}).get("transform"),
     )
-    path = posixpath.join(output_dir, METADATA_FILE)
-    txn.write_text(path, metadata_json(document))
+    path = stage_metadata_files(txn, posixpath.join(output_dir, posixpath.dirname(METADATA_FILE)), document)
     _LOGGER.info("Staged %s", path)
+    return path
+
+
+def stage_metadata_files(txn: Transaction, folder: str, document: Mapping) -> str:
+    """Stage a metadata document in `folder`, and beside it, for `tf.train.Example` records,
+    its TensorFlow Metadata schema (`schema.pbtxt`); returns the document's path."""
+    path = posixpath.join(folder, posixpath.basename(METADATA_FILE))
+    txn.write_text(path, metadata_json(document))
+    data = document.get("data", {}).values()
+    if document.get("recordType", "Example") == "Example" and any(
+        info.get("format", "tfrecord") == "tfrecord" for info in data
+    ):
+        txn.write_text(posixpath.join(folder, posixpath.basename(SCHEMA_FILE)), schema_text(document))
     return path

@@ -33,6 +33,7 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
 
 from pyspark.sql import SparkSession  # noqa: E402  (after the filter: importing PySpark warns)
 
+from beam_tensorize.spark import writer_habits  # noqa: E402
 from beam_tensorize.spark.session import local_session  # noqa: E402
 from beam_tensorize.spark.table_source import (  # noqa: E402
     AVRO_FORMAT,
@@ -61,6 +62,9 @@ __all__ = [
 def register_data_sources(spark: SparkSession) -> None:
     """Register the data sources of this package with `spark` (`spark.read.format(...)`).
 
+    Writes to the `tfrecord` source then also take Spark-TFRecord's `.partitionBy(...)` and
+    every Spark save mode, the default `errorifexists` included (`writer_habits`).
+
     Example::
 
         register_data_sources(spark)
@@ -71,3 +75,4 @@ def register_data_sources(spark: SparkSession) -> None:
     spark.dataSource.register(TableDataSource)
     spark.dataSource.register(AvroDataSource)
     spark.dataSource.register(TFRecordDataSource)
+    writer_habits.install()

@@ -133,6 +133,18 @@ _WRITTEN = pa.schema(
 )
 
 
+def _absolute_paths(spec: TensorizeSpec) -> TensorizeSpec:
+    """The spec with its local paths made absolute on the driver: a cluster's executors would
+    resolve a relative path in their own work folders."""
+
+    def absolute(path: str) -> str:
+        return path if "://" in path else os.path.abspath(path)
+
+    return dataclasses.replace(
+        spec, output=absolute(spec.output), inputs=tuple(absolute(p) for p in spec.inputs)
+    )
+
+
 def tensorize_spark(
     spark: SparkSession,
     input_paths: str | Sequence[str] | TensorizeSpec,
@@ -266,6 +278,8 @@ def tensorize_spark(
         )  # fmt: skip
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
+    if not spark.sparkContext.master.startswith("local"):
+        spec = _absolute_paths(spec)
     if spec.dedup_block_size or spec.skip_conversion:
         raise ValueError("deduplication and skip_conversion run on the Beam job only; run them with the CLI")
     check_same_config(spec)

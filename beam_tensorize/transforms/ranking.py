@@ -18,10 +18,11 @@ from beam_tensorize.io.table import ReadAvro
 from beam_tensorize.io.tfrecord import WriteTFRecord
 from beam_tensorize.job.commit import SUCCESS_FILE, PendingFiles, commit_files
 from beam_tensorize.job.files import FileSystems, match_files, read_text
+from beam_tensorize.job.metadata import stage_metadata_files
 from beam_tensorize.job.reading import file_schema, unify_file_schemas
 from beam_tensorize.job.transaction import Transaction
 from beam_tensorize.kernels import formats
-from beam_tensorize.kernels.metadata import METADATA_FILE, metadata_json
+from beam_tensorize.kernels.metadata import METADATA_FILE
 from beam_tensorize.kernels.provenance import source_of, with_source
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingPlan, RankingSettings
 
@@ -292,7 +293,7 @@ def _stage_metadata(txn: Transaction, plan: RankingPlan, places: _Places, split:
             "format": "avro" if plan.record_format == "avro" else "tfrecord",
         }
     }
-    txn.write_text(posixpath.join(places.metadata, _METADATA_NAME), metadata_json(document))
+    stage_metadata_files(txn, places.metadata, document)
     txn.write_text(
         posixpath.join(places.metadata, CONTENT_FEATURE_LIST), "\n".join(document["contentFeatures"])
     )

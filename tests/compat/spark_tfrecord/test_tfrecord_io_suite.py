@@ -7,15 +7,10 @@ SparkSession (the Scala suite's `SharedSparkSession` is `local[2]` too) after
 `register_data_sources(spark)`. The files go to a sandbox folder of this module (the Scala
 suite's `tf-sandbox`).
 
-Spark calls that Spark itself refuses for Python data sources are written as
-docs/migrating-from-spark-tfrecord.md maps them:
-
-* `.save(path)` in Spark's default mode (`ErrorIfExists`): `.mode("append")` with
-  `.option("saveMode", "error")`; `.mode(SaveMode.Ignore)`: `.mode("append")` with
-  `.option("saveMode", "ignore")` (Spark writes Python data sources in `Append` and
-  `Overwrite` modes only: `UNSUPPORTED_DATA_SOURCE_SAVE_MODE`);
-* `.partitionBy("id")`: `.option("partition_by", "id")` (Spark does not hand `partitionBy`
-  to Python data sources).
+Spark calls are written as the Scala suite writes them: `.save(path)` in Spark's default
+mode (`ErrorIfExists`), `.mode(SaveMode.Ignore)` and `.partitionBy("id")`, which Spark itself
+refuses for Python data sources, work once `register_data_sources` has run (see
+`beam_tensorize.spark.writer_habits`).
 
 Rows are compared as the Scala suite compares them (`Row ~== Row` of TestingUtils.scala:
 floats and doubles within 1e-6, binary by content), after checking that both sides have as
@@ -145,12 +140,8 @@ def create_data_frame_for_byte_array_tfrecords(spark: SparkSession) -> DataFrame
 
 
 def write(df: DataFrame, save_mode: str = "ErrorIfExists"):
-    """`df.write.format("tfrecord").mode(save_mode)` (Spark's SaveMode names), as the
-    migration guide maps the modes Spark refuses for Python data sources."""
-    writer = df.write.format("tfrecord")
-    if save_mode in ("Overwrite", "Append"):
-        return writer.mode(save_mode.lower())
-    return writer.mode("append").option("saveMode", {"ErrorIfExists": "error", "Ignore": "ignore"}[save_mode])
+    """`df.write.format("tfrecord").mode(save_mode)` (Spark's SaveMode names)."""
+    return df.write.format("tfrecord").mode(save_mode.lower())
 
 
 def path_exists(path: str) -> bool:
@@ -204,7 +195,7 @@ def test_tfrecord_partition_by_id(session, tf_sandbox_dir):
     """Scala: "Test tfrecord partition by id"."""
     output = f"{tf_sandbox_dir}/example-partition-by-id.tfrecord"
     df = create_data_frame_for_example_tfrecord(session)
-    write(df).option("partition_by", "id").option("recordType", "Example").save(output)
+    write(df).partitionBy("id").option("recordType", "Example").save(output)
     assert path_exists(output)
     partition1_path = f"{output}/id=11"
     partition2_path = f"{output}/id=21"
