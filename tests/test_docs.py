@@ -529,7 +529,7 @@ def readme_layout(doc: Doc) -> None:
                 continue
             assert glob.glob(str(output / pattern)), f"{path}: not in the output of the sample run"
             checked += 1
-    assert checked == 10
+    assert checked == 11
 
 
 def readme_make_dataset(doc: Doc) -> None:

@@ -470,3 +470,30 @@ def test_input_and_output_flags_come_in_pairs(avro2tf_output, tensorized, tmp_pa
     ]:  # fmt: skip
         assert prep_ranking([*group, *args]) == 2, args
         assert capsys.readouterr().err == f"error: {message}\n"
+
+
+def test_example_records_schema_gives_tfx_bsl_the_tensors_of_make_dataset(tensorized):
+    """Grouped Example records (N-dimensional sparse tensors with an index key per dimension,
+    padded lists, ragged lists of lists): tfx-bsl reads them with metadata/schema.pbtxt as
+    make_dataset does."""
+    from tfx_bsl.public import tfxio
+
+    from beam_tensorize.tf import make_dataset
+    from tests.test_tfx_schema import _files, _same, _schema
+
+    root, tensorized_dir = tensorized
+    out = root / "grouped_tfx"
+    args = ["--input", str(tensorized_dir), "--output", str(out), "--group-id-list", "qid",
+            "--group-list-max-size", str(MAX)]  # fmt: skip
+    assert prep_ranking(args) == 0
+    schema = _schema(str(out))
+    assert schema.tensor_representation_group[""].tensor_representation["termVector"].WhichOneof("kind") == (
+        "sparse_tensor"
+    )
+    source = tfxio.TFExampleRecord(file_pattern=_files(str(out)), schema=schema)
+    options = tfxio.TensorFlowDatasetOptions(batch_size=100, shuffle=False, num_epochs=1)
+    theirs = next(iter(source.TensorFlowDataset(options)))
+    ours = next(iter(make_dataset(str(out), batch_size=100, labels=False)))
+    assert sorted(theirs) == sorted(ours)
+    for name in ours:
+        _same(name, ours[name], theirs[name])

@@ -104,7 +104,11 @@ def _report(out, split="trainingData") -> dict:
 def test_a_run_commits_its_report_and_a_rerun_gives_the_same_json(tmp_path):
     out = str(tmp_path / "out")
     assert main(["--output", out, "--quiet"]) == 0
-    assert sorted(os.listdir(os.path.join(out, "report"))) == ["trainingData.html", "trainingData.json"]
+    assert sorted(os.listdir(os.path.join(out, "report"))) == [
+        "trainingData.html",
+        "trainingData.json",
+        "trainingData.stats.pb",
+    ]
     first = _report(out)
     metadata = json.load(open(os.path.join(out, "metadata", "tensor_metadata.json")))
     assert first["rowsRead"] == first["rowsWritten"] == metadata["data"]["trainingData"]["numRecords"] == 300
@@ -123,7 +127,7 @@ def test_a_run_commits_its_report_and_a_rerun_gives_the_same_json(tmp_path):
 def test_report_json_writes_no_page_and_report_none_writes_nothing(tmp_path):
     out = tmp_path / "json"
     assert main(["--output", str(out), "--quiet", "--report", "json"]) == 0
-    assert sorted(os.listdir(out / "report")) == ["trainingData.json"]
+    assert sorted(os.listdir(out / "report")) == ["trainingData.json", "trainingData.stats.pb"]
     out = tmp_path / "none"
     assert main(["--output", str(out), "--quiet", "--report", "none"]) == 0
     assert not (out / "report").exists() and (out / "_SUCCESS").exists()
@@ -251,9 +255,9 @@ def test_the_page_renderer_draws_the_page_drawn_in_process_and_a_failed_one_is_r
 
 
 def test_the_summary_names_the_tensors_past_the_drift_threshold(tmp_path, capsys):
-    """A validation run of well-rated movies only: `response` drifts (Jensen-Shannon 0.28); with
-    a lower threshold the genres (L-infinity 0.021) and userId too, farthest first, each with
-    the digits it takes to read past the threshold. A run like its train data, and the train
+    """A validation run of well-rated movies only: `response` drifts (TFDV's Jensen-Shannon
+    0.71); with a lower threshold the genres (L-infinity 0.021) and the latent factors too,
+    farthest first, each with the digits it takes to read past the threshold. A run like its train data, and the train
     run itself, print no drift line."""
     out = str(tmp_path / "out")
     assert main(["--output", out]) == 0
@@ -273,18 +277,19 @@ def test_the_summary_names_the_tensors_past_the_drift_threshold(tmp_path, capsys
     lines = capsys.readouterr().out.splitlines()
     assert lines[-2:] == [
         f"  report:        {out}/report/validationData.html",
-        "  drift:         response 0.28 (past 0.1; see report/validationData.html)",
+        "  drift:         response 0.71 (past 0.1; see report/validationData.html)",
     ]
     drift = {t["name"]: t for t in _report(out, "validationData")["drift"]["tensors"]}
-    assert drift["response"]["distance"] == 0.2803220841 and drift["genres"]["distance"] == 0.02080077096
+    assert drift["response"]["distance"] == 0.706057477 and drift["genres"]["distance"] == 0.02080077096
     assert main([*args, "--save_mode", "overwrite", "--drift_threshold", "0.01", "--report", "json"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "  drift:         response 0.28, genreIds 0.02, genreVector 0.02, genres 0.02, userId 0.02 "
+        "  drift:         response 0.71, genreIds 0.02, genreVector 0.02, genres 0.02, movieLatentFactors 0.02 "
         "(past 0.01; see report/validationData.json)"
     )
-    assert main([*args, "--save_mode", "overwrite", "--drift_threshold", "0.2803"]) == 0
+    assert main([*args, "--save_mode", "overwrite", "--drift_threshold", "0.0208"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "  drift:         response 0.28032 (past 0.2803; see report/validationData.html)"
+        "  drift:         response 0.71, genreIds 0.021, genreVector 0.021, genres 0.021 "
+        "(past 0.0208; see report/validationData.html)"
     )
     same = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", out, "--execution_mode", "test"]
     assert main(same) == 0

@@ -831,6 +831,8 @@ def test_the_run_report_is_the_cli_s(spark, small_blocks, tmp_path, shards):
         expected = _report_without_timings(tmp_path / "beam", split)
         assert _report_without_timings(tmp_path / "spark", split) == expected
         assert (tmp_path / "spark" / "report" / f"{split}.html").stat().st_size > 10_000
+        stats = f"report/{split}.stats.pb"  # TFDV's statistics, from the same sketches
+        assert (tmp_path / "spark" / stats).read_bytes() == (tmp_path / "beam" / stats).read_bytes()
     assert expected["rowsRead"] == 300 and "drift" in expected
     assert {t["name"] for t in expected["tensors"]} >= {"genreVector", "movieBucket", "genres"}
 

@@ -180,3 +180,23 @@ def test_tf_transform_analyses_the_output_with_the_schema(tmp_path):
             preprocessing_fn, output_record_batches=True
         )
         assert_that(transformed | beam.combiners.ToList(), lambda lists: check(lists[0]))
+
+
+def test_a_parquet_output_has_no_schema_and_an_earlier_ones_goes(tmp_path):
+    out = str(tmp_path / "out")
+    assert main(["--output", out, "--quiet", "--report", "none"]) == 0
+    assert os.path.exists(os.path.join(out, "metadata", "schema.pbtxt"))
+    args = [
+        "--output",
+        out,
+        "--quiet",
+        "--report",
+        "none",
+        "--output_format",
+        "parquet",
+        "--save_mode",
+        "overwrite",
+    ]
+    assert main(args) == 0
+    assert load_metadata(out)["data"]["trainingData"]["format"] == "parquet"
+    assert sorted(os.listdir(os.path.join(out, "metadata"))) == ["featureListCounts", "tensor_metadata.json"]

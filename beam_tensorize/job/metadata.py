@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
-from beam_tensorize.job.files import read_text
+from beam_tensorize.job.files import FileSystems, read_text
 from beam_tensorize.job.transaction import Transaction
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 from beam_tensorize.kernels.features.vocab import FeatureList
@@ -133,8 +133,11 @@ def stage_metadata_files(txn: Transaction, folder: str, document: Mapping) -> st
     path = posixpath.join(folder, posixpath.basename(METADATA_FILE))
     txn.write_text(path, metadata_json(document))
     data = document.get("data", {}).values()
+    schema = posixpath.join(folder, posixpath.basename(SCHEMA_FILE))
     if document.get("recordType", "Example") == "Example" and any(
         info.get("format", "tfrecord") == "tfrecord" for info in data
     ):
-        txn.write_text(posixpath.join(folder, posixpath.basename(SCHEMA_FILE)), schema_text(document))
+        txn.write_text(schema, schema_text(document))
+    elif FileSystems.exists(schema):  # an earlier output's, which no longer describes it
+        txn.delete([schema])
     return path

@@ -36,10 +36,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 
 from beam_tensorize.job.files import read_text, write_text_atomically
+from beam_tensorize.kernels.metadata import METADATA_FILE
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD, compare
 from beam_tensorize.kernels.report.render import render_html
+from beam_tensorize.kernels.report.tfdv_statistics import STATS_SUFFIX, statistics_list
 
 __all__ = [
     "REPORT_FOLDER",
@@ -49,7 +52,9 @@ __all__ = [
     "load_report",
     "rebuild_page",
     "report_paths",
+    "stage_statistics_proto",
     "start_page_renderer",
+    "stats_path",
     "write_report",
 ]
 
@@ -224,6 +229,27 @@ def write_report(
     document["timings"] = timings
     write_text_atomically(json_path, json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n")
     return written
+
+
+def stage_statistics_proto(txn, out: str, split: str, lists: Mapping | None) -> str | None:
+    """Beside the split's report staged in `txn` (a `beam_tensorize.job.transaction.Transaction`),
+    stage the same statistics as TFDV's `DatasetFeatureStatisticsList`
+    (`report/<split>.stats.pb`, see `beam_tensorize.kernels.report.tfdv_statistics`), from the
+    staged report and metadata and the run's feature lists; returns its path in `out` (None: no
+    report was staged)."""
+    report = read_text(txn.staged_path(report_paths(out, split)[0]))
+    metadata = read_text(txn.staged_path(posixpath.join(out, METADATA_FILE)))
+    if report is None or metadata is None:
+        return None
+    proto = statistics_list(json.loads(report), json.loads(metadata), lists)
+    path = stats_path(out, split)
+    txn.write_bytes(path, proto.SerializeToString(deterministic=True))
+    return path
+
+
+def stats_path(out: str, split: str) -> str:
+    """`<out>/report/<split>.stats.pb`."""
+    return posixpath.join(out, REPORT_FOLDER, split + STATS_SUFFIX)
 
 
 def rebuild_page(out: str, split: str) -> str:

@@ -225,9 +225,13 @@ class Transaction:
 
     def write_text(self, path: str, text: str) -> None:
         """`path` (inside the output) gets `text` at the commit."""
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """`path` (inside the output) gets `data` at the commit."""
         staged = self.staged_path(path)
         with create_file(staged) as f:
-            f.write(text.encode("utf-8"))
+            f.write(data)
         self._moves[path] = staged
 
     def move(self, source: str, destination: str) -> None:

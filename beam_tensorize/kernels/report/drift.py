@@ -6,8 +6,11 @@ measures it.
   values summary (0: same shares, 1: disjoint). Values outside a summary count as 0, so with
   more distinct values than the summary holds the distance is within the summaries' count
   error (`maxCountError / occurrences`) of the exact one.
-* Numbers: the Jensen-Shannon divergence (base 2, between 0 and 1) of the two histograms over
-  `DRIFT_BINS` equal-width bins spanning both reports' minimum to maximum, the counts read from
+* Numbers: TFDV's approximate Jensen-Shannon divergence (base 2, between 0 and 1) of the two
+  reports' histograms (`tfdv_jensen_shannon`: both rebucketed onto the union of their bucket
+  edges, values spread evenly within a bucket), so that `tfdv.validate_statistics` with a
+  `jensen_shannon_divergence` threshold on the reports' `stats.pb` measures the same figure.
+  The page plots the two distributions over `DRIFT_BINS` common equal-width bins, read from
   each report's quantile sketch.
 
 Both kinds keep what the page plots, train beside this split: the numbers' two histograms
@@ -40,6 +43,7 @@ __all__ = [
     "jensen_shannon",
     "l_infinity",
     "numeric_bins",
+    "tfdv_jensen_shannon",
 ]
 
 #: `--drift_threshold`'s default (TFDV's examples use 0.01 for L-infinity; 0.1 flags what a
@@ -97,6 +101,63 @@ def jensen_shannon(p, q) -> float:
     return max(0.0, min(1.0, (kl(p) + kl(q)) / 2))
 
 
+def _buckets(histogram: dict) -> list[tuple[float, float, float]]:
+    edges, counts = histogram["edges"], histogram["counts"]
+    return [(edges[i], edges[i + 1], float(counts[i])) for i in range(len(counts))]
+
+
+def _rebucket(buckets: list[tuple[float, float, float]], boundaries: list[float]) -> list[float]:
+    """Counts over `boundaries` (which hold every edge of `buckets`), each bucket's count
+    spread evenly over its width (TFDV's `RebucketHistogram`)."""
+    counts = [0.0] * (len(boundaries) - 1)
+    index = {b: i for i, b in enumerate(boundaries)}
+    for low, high, count in buckets:
+        first, last = index[low], index[high]
+        for i in range(first, last):
+            counts[i] += count * (boundaries[i + 1] - boundaries[i]) / (high - low)
+    return counts
+
+
+def tfdv_jensen_shannon(a: dict, b: dict, nan_a: int = 0, nan_b: int = 0) -> float | None:
+    """TFDV's approximate Jensen-Shannon divergence of two histograms (`{"edges", "counts"}`,
+    as the report keeps them), its `AlignHistograms` step by step: point buckets apart, both
+    rebucketed onto the union of their edges, NaN counts as buckets of their own; None when one
+    is empty (TFDV measures nothing then)."""
+    sides = []
+    points: dict[float, list[float]] = {}
+    for side, histogram in enumerate((a, b)):
+        spread = []
+        for low, high, count in _buckets(histogram):
+            if low == high:
+                points.setdefault(low, [0.0, 0.0])[side] += count
+            else:
+                spread.append((low, high, count))
+        sides.append(spread)
+    edges_a = {e for low, high, _ in sides[0] for e in (low, high)}
+    edges_b = {e for low, high, _ in sides[1] for e in (low, high)}
+    if edges_a == edges_b:
+        p, q = [c for *_, c in sides[0]], [c for *_, c in sides[1]]
+    else:
+        boundaries = sorted(edges_a | edges_b)
+        p, q = _rebucket(sides[0], boundaries), _rebucket(sides[1], boundaries)
+    for point in sorted(points):
+        p.append(points[point][0])
+        q.append(points[point][1])
+    if nan_a or nan_b:
+        p += [0.0, float(nan_a)]
+        q += [float(nan_b), 0.0]
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+    if not p.sum() or not q.sum():
+        return None
+    p, q = p / p.sum(), q / q.sum()
+    m = (p + q) / 2
+    both = (p > 0) & (m > 0)
+    kl_p = float(np.sum(p[both] * np.log2(p[both] / m[both])))
+    both = (q > 0) & (m > 0)
+    kl_q = float(np.sum(q[both] * np.log2(q[both] / m[both])))
+    return min((kl_p + kl_q) / 2, 1.0)
+
+
 def _sketch(numbers: dict) -> NumericSketch:
     data = dict(numbers["sketch"])
     data.update(
@@ -147,9 +208,17 @@ def _compare_tensor(train: dict, current: dict) -> dict | None:
             "frequencies": frequencies(*counts),
         }
     edges, base, now = numeric_bins(train[key], current[key])
+    a, b = train[key], current[key]
+    distance = None
+    if a.get("histogram") and b.get("histogram"):
+        distance = tfdv_jensen_shannon(
+            a["histogram"], b["histogram"], a.get("nanCount", 0), b.get("nanCount", 0)
+        )
+    if distance is None:  # one side holds no number
+        distance = jensen_shannon(base, now)
     return {
         "measure": "Jensen-Shannon",
-        "distance": jensen_shannon(base, now),
+        "distance": distance,
         "compared": compared,
         "histograms": {"edges": [round_float(e) for e in edges], "train": base, "current": now},
     }
