@@ -518,6 +518,9 @@ def _summary(
         drifting = _drift(spec)
         if drifting:
             lines.append(f"  drift:         {drifting}")
+        anomalies = _anomalies(spec)
+        if anomalies:
+            lines.append(f"  anomalies:     {anomalies}")
     if data.get("offShape"):
         counted = ", ".join(f"{name} {rows}" for name, rows in data["offShape"].items())
         lines.append(
@@ -555,6 +558,27 @@ def _drift(spec: TensorizeSpec) -> str:
     more = f" and {len(past) - _DRIFT_NAMED} more" if len(past) > _DRIFT_NAMED else ""
     page = posixpath.join(REPORT_FOLDER, f"{spec.split}.{'html' if spec.report == 'html' else 'json'}")
     return f"{named}{more} (past {threshold:g}; see {page})"
+
+
+def _anomalies(spec: TensorizeSpec) -> str:
+    """The string values of this run's report outside the train split's domains (the schema's),
+    per tensor ('' when there are none, or nothing to check against)."""
+    try:
+        report = load_report(spec.output, spec.split) or {}
+    except (OSError, ValueError):
+        return ""
+    features = (report.get("anomalies") or {}).get("features", [])
+    if not features:
+        return ""
+    named = "; ".join(
+        f"{f['name']} {f['count']} value(s) not in the train split's ("
+        + ", ".join(repr(v) for v in f["values"][:3])
+        + (", ..." if len(f["values"]) > 3 else "")
+        + ")"
+        for f in features
+    )
+    page = posixpath.join(REPORT_FOLDER, f"{spec.split}.{'html' if spec.report == 'html' else 'json'}")
+    return f"{named} (schema: metadata/schema.pbtxt; see {page})"
 
 
 def _distance(distance: float, threshold: float) -> str:

@@ -74,7 +74,16 @@ def test_sample_run_layout(sample_run):
         "report",
         "trainingData",
     ]
-    assert sorted(os.listdir(sample_run / "report")) == ["trainingData.html", "trainingData.json"]
+    assert sorted(os.listdir(sample_run / "report")) == [
+        "trainingData.html",
+        "trainingData.json",
+        "trainingData.stats.pb",
+    ]
+    assert sorted(os.listdir(sample_run / "metadata")) == [
+        "featureListCounts",
+        "schema.pbtxt",
+        "tensor_metadata.json",
+    ]
     assert sorted(os.listdir(sample_run / "featureList")) == ["genreIds", "genreVector"]
     assert (sample_run / "deadLetters" / "trainingData" / "part-00000-of-00001.jsonl").read_text() == ""
     assert sorted(os.listdir(sample_run / "trainingData")) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]

@@ -900,6 +900,16 @@ def report_drift_summary(doc: Doc) -> None:
     )
 
 
+def report_anomalies_line(doc: Doc) -> None:
+    head, tail = doc.block.text.strip().split(" (schema: ")
+    assert head.startswith("anomalies:     ")
+    delegated(
+        "tests/test_tfdv_statistics.py::test_a_validation_run_names_string_values_outside_the_train_schema",
+        f'"  {head} "',
+        f'"(schema: {tail}"',
+    )
+
+
 def report_statistics_step(doc: Doc) -> None:
     """Prelude: `config` (the sample's) and `batches` (the sample's rows) in a pipeline; its
     `stats` collected. They are the statistics of the Quick start's report, but for those that
@@ -946,7 +956,12 @@ def report_schema(doc: Doc) -> None:
     report = load_report(str(doc.fixture("quick_start").output), "trainingData")
     assert report["version"] == 1 and report["split"] == "trainingData" and report["deadLetters"] == []
     real = all_keys(report) | {"drift"} | all_keys(compare(report, report, "trainingData", 0.1))
+    from beam_tensorize.job import report as report_files
+    from beam_tensorize.kernels.report import anomalies
+
     written_by = {
+        "anomalies": report_files,
+        "features": anomalies,
         "reason": statistics,
         "example": statistics,
         "notSummarized": statistics,
@@ -1210,6 +1225,9 @@ REGISTRY: dict[tuple[str, str], Entry] = {
     ("docs/report.md", "extracted = batches | ExtractFeatures(config)"): run(
         "prelude: the sample's `config` and `batches` in a pipeline; equals the Quick start's statistics",
         report_statistics_step),
+    ("docs/report.md", "anomalies:     genres 14 value(s) not in the train split's ('zombie', 'space-opera') (schema: metadata/schema.pbtxt; see report/validationData.html)"): delegate(
+        "tests/test_tfdv_statistics.py prints and asserts this line (a validation run with new genres)",
+        report_anomalies_line),
     ("docs/report.md", "{"): checked(
         "a schema: its keys are the Quick start's report's (and drift's)", report_schema),
     # docs/runners.md

@@ -21,7 +21,7 @@ import types
 import fastavro
 import numpy as np
 import pytest
-from tensorflow_metadata.proto.v0 import statistics_pb2
+from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
 
 from beam_tensorize.kernels.report.drift import tfdv_jensen_shannon
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
@@ -140,6 +140,51 @@ def test_a_validation_run_writes_its_stats_pb_with_the_train_lists_ids(sample, t
     assert top == {ids[v]: c for v, c in report["genreIds"]["categorical"]["summary"]}
 
 
+def _new_genres(path) -> str:
+    """The sample's first 100 rows, every 10th with the genre `Zombie` and every 25th with
+    `Space-Opera` too: values the train split never had."""
+    with open(SAMPLE_AVRO, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, rows = reader.writer_schema, list(reader)[:100]
+    for i, row in enumerate(rows):
+        added = [t for t, every in (("Zombie", 10), ("Space-Opera", 25)) if i % every == 0]
+        row["genreFeatures"] = row["genreFeatures"] + [
+            {"name": "Genre", "term": t, "value": 1.0} for t in added
+        ]
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, rows)
+    return str(path)
+
+
+def test_a_validation_run_names_string_values_outside_the_train_schema(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    assert main(["--output", out, "--quiet", "--report", "json"]) == 0
+    schema_path = os.path.join(out, "metadata", "schema.pbtxt")
+    with open(schema_path) as f:
+        schema = f.read()
+    inputs = ["--input", _new_genres(tmp_path / "v.avro"), "--config", SAMPLE_CONFIG, "--output", out]
+    assert main([*inputs, "--execution_mode", "validation"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == (
+        "  anomalies:     genres 14 value(s) not in the train split's ('zombie', 'space-opera') "
+        "(schema: metadata/schema.pbtxt; see report/validationData.html)"
+    )
+    anomalies = _report(out, "validationData")["anomalies"]
+    assert anomalies == {
+        "against": "metadata/schema.pbtxt",
+        "features": [{"name": "genres", "kind": "unexpectedStringValues", "values": ["zombie", "space-opera"],
+                      "count": 14, "share": 0.04844290657, "exact": True}],  # of 289
+    }  # fmt: skip
+    with open(os.path.join(out, "report", "validationData.html")) as f:
+        assert "<b>genres</b>: 14 value(s) not in the train split's (zombie, space-opera)" in f.read()
+    with open(schema_path) as f:
+        assert f.read() == schema  # the train split's domains stay
+    # values the train split had: no anomaly, no line
+    assert main(["--input", SAMPLE_AVRO, *inputs[2:], "--execution_mode", "test", "--report", "json"]) == 0
+    assert _report(out, "testData")["anomalies"]["features"] == []
+    assert "anomalies:" not in capsys.readouterr().out
+
+
 def _shifted(path) -> str:
     """The sample's later users, every rating one higher (capped at 5): `userId` and `response`
     drift, the genres hardly."""
@@ -254,6 +299,23 @@ def test_tfdv_s_own_statistics_of_the_records_are_ours(tfdv, tmp_path, run):
                 )
 
 
+def test_tfdv_finds_the_anomalies_the_report_names(tfdv, tmp_path):
+    out = str(tmp_path / "out")
+    assert main(["--output", out, "--quiet", "--report", "json"]) == 0
+    inputs = ["--input", _new_genres(tmp_path / "v.avro"), "--config", SAMPLE_CONFIG, "--output", out]
+    assert main([*inputs, "--execution_mode", "validation", "--quiet", "--report", "json"]) == 0
+    schema = tfdv.load_schema_text(os.path.join(out, "metadata", "schema.pbtxt"))
+    found = tfdv.validate_statistics(_stats(out, "validationData"), schema).anomaly_info
+    assert (
+        sorted(found)
+        == [f["name"] for f in _report(out, "validationData")["anomalies"]["features"]]
+        == ["genres"]
+    )
+    (reason,) = found["genres"].reason
+    assert reason.type == anomalies_pb2.AnomalyInfo.ENUM_TYPE_UNEXPECTED_STRING_VALUES
+    assert "zombie" in reason.description and "space-opera" in reason.description
+
+
 def _drift_measurements(tfdv, schema, current, previous) -> dict[str, float]:
     anomalies = tfdv.validate_statistics(current, schema, previous_statistics=previous)
     return {
@@ -275,6 +337,14 @@ def test_the_report_s_drift_figures_are_tfdv_s(tfdv, tmp_path):
         elif "/" not in feature.name:
             feature.drift_comparator.jensen_shannon_divergence.threshold = 0.1
     drift = {t["name"]: t for t in _report(out, "validationData")["drift"]["tensors"]}
+
+    # what tfdv.visualize_statistics(train, validation) shows: Facets Overview of both
+    from tensorflow_data_validation.utils.display_util import get_statistics_html
+
+    page = get_statistics_html(
+        _stats(out), _stats(out, "validationData"), lhs_name="train", rhs_name="validation"
+    )
+    assert "<facets-overview" in page and len(page) > 10_000
 
     measured = _drift_measurements(tfdv, schema, _stats(out, "validationData"), _stats(out))
     assert sorted(measured) == sorted(n for n in drift if n != "genreVector")  # (sparse: none)

@@ -118,7 +118,7 @@ def test_tfx_bsl_beam_source_equals_make_dataset(output):
 
 def test_schema_domains_and_shapes(tmp_path):
     out = str(tmp_path / "out")
-    assert main(["--output", out, "--quiet", "--report", "none"]) == 0
+    assert main(["--output", out, "--quiet", "--report", "json"]) == 0
     features = {f.name: f for f in _schema(out).feature}
     # a feature-list id: the list's 19 entries and the unknown id
     assert (features["genreIds"].int_domain.min, features["genreIds"].int_domain.max) == (0, 19)
@@ -134,6 +134,11 @@ def test_schema_domains_and_shapes(tmp_path):
     # a plain integer has no domain (its largest value is Avro2TF's numUniqueValues, not a bound)
     assert not features["userId"].HasField("int_domain")
     assert features["genres"].type == schema_pb2.BYTES
+    # a string tensor with few values (every one counted by the train report): its domain, as
+    # TFDV's infer_schema gives it
+    with open(os.path.join(out, "featureList", "genreIds")) as f:
+        terms = f.read().splitlines()
+    assert list(features["genres"].string_domain.value) == sorted(t.lower() for t in terms)
     group = _schema(out).tensor_representation_group[""].tensor_representation
     assert group["genreVector"].WhichOneof("kind") == "sparse_tensor"
     assert group["genres"].WhichOneof("kind") == "ragged_tensor"

@@ -20,7 +20,7 @@ from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, PendingFiles, c
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, read_feature_lists
 from beam_tensorize.job.files import list_files, read_text, write_text_atomically
 from beam_tensorize.job.metadata import write_metadata
-from beam_tensorize.job.report import stage_statistics_proto
+from beam_tensorize.job.report import schema_string_domains, stage_statistics_proto
 from beam_tensorize.job.transaction import CommitConflict, Transaction
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
@@ -297,6 +297,7 @@ def commit_split(
             splits, spec.config, out, spec.compression, inputs.write_lists and previous is None, inputs.lists,
             inputs.extra, inputs.maxima, add_to_recorded=spec.save_mode == "append",
             discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
+            string_domains=schema_string_domains(txn, out, split, spec.save_mode == "append"),
         )  # fmt: skip
         stage_statistics_proto(txn, out, split, inputs.lists)  # beside a staged report
         commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split), txn)

@@ -57,6 +57,7 @@ def write_metadata(
     discard_unknown: bool = False,
     transform: Mapping | None = None,
     txn: Transaction | None = None,
+    string_domains: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """Write the metadata document (and, if asked, the feature lists) now; returns its path.
 
@@ -80,6 +81,8 @@ def write_metadata(
             recorded one.
         txn: the commit the files are part of (`beam_tensorize.job.transaction`); None commits
             them at once, in a transaction of their own.
+        string_domains: `{string feature: its values}` for `schema.pbtxt`
+            (`beam_tensorize.job.report.schema_string_domains`).
 
     Example:
         >>> import tempfile
@@ -94,7 +97,7 @@ def write_metadata(
         with Transaction(output_dir) as txn:
             return write_metadata(
                 splits, config, output_dir, compression, write_lists, lists, extra, maxima,
-                add_to_recorded, discard_unknown, transform, txn,
+                add_to_recorded, discard_unknown, transform, txn, string_domains,
             )  # fmt: skip
     lists = dict(lists or {})
     if write_lists:
@@ -122,14 +125,21 @@ def write_metadata(
         discard_unknown=discard_unknown,
         transform=transform if transform is not None else (previous or {}).get("transform"),
     )
-    path = stage_metadata_files(txn, posixpath.join(output_dir, posixpath.dirname(METADATA_FILE)), document)
+    folder = posixpath.join(output_dir, posixpath.dirname(METADATA_FILE))
+    path = stage_metadata_files(txn, folder, document, string_domains)
     _LOGGER.info("Staged %s", path)
     return path
 
 
-def stage_metadata_files(txn: Transaction, folder: str, document: Mapping) -> str:
+def stage_metadata_files(
+    txn: Transaction,
+    folder: str,
+    document: Mapping,
+    string_domains: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """Stage a metadata document in `folder`, and beside it, for `tf.train.Example` records,
-    its TensorFlow Metadata schema (`schema.pbtxt`); returns the document's path."""
+    its TensorFlow Metadata schema (`schema.pbtxt`, with these string domains); returns the
+    document's path."""
     path = posixpath.join(folder, posixpath.basename(METADATA_FILE))
     txn.write_text(path, metadata_json(document))
     data = document.get("data", {}).values()
@@ -137,7 +147,7 @@ def stage_metadata_files(txn: Transaction, folder: str, document: Mapping) -> st
     if document.get("recordType", "Example") == "Example" and any(
         info.get("format", "tfrecord") == "tfrecord" for info in data
     ):
-        txn.write_text(schema, schema_text(document))
+        txn.write_text(schema, schema_text(document, string_domains))
     elif FileSystems.exists(schema):  # an earlier output's, which no longer describes it
         txn.delete([schema])
     return path

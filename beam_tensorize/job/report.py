@@ -40,9 +40,16 @@ from collections.abc import Mapping
 
 from beam_tensorize.job.files import read_text, write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.report.anomalies import unexpected_string_values
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD, compare
 from beam_tensorize.kernels.report.render import render_html
 from beam_tensorize.kernels.report.tfdv_statistics import STATS_SUFFIX, statistics_list
+from beam_tensorize.kernels.tfmd_schema import (
+    MAX_STRING_DOMAIN,
+    SCHEMA_FILE,
+    recorded_string_domains,
+    string_domains,
+)
 
 __all__ = [
     "REPORT_FOLDER",
@@ -52,6 +59,7 @@ __all__ = [
     "load_report",
     "rebuild_page",
     "report_paths",
+    "schema_string_domains",
     "stage_statistics_proto",
     "start_page_renderer",
     "stats_path",
@@ -213,6 +221,9 @@ def write_report(
         train = load_report(out, TRAIN_SPLIT)
         if train is not None:
             document["drift"] = compare(train, document, TRAIN_SPLIT, drift_threshold)
+        domains = recorded_string_domains(read_text(posixpath.join(out, SCHEMA_FILE)))
+        if domains:  # the train split's values of its string features
+            document["anomalies"] = unexpected_string_values(document, domains)
     timings = dict(statistics.get("timings") or {})
     last_batch = timings.pop("lastBatchAt", None)
     if last_batch is not None:  # the records' commit, the metadata: after the last batch
@@ -245,6 +256,23 @@ def stage_statistics_proto(txn, out: str, split: str, lists: Mapping | None) -> 
     path = stats_path(out, split)
     txn.write_bytes(path, proto.SerializeToString(deterministic=True))
     return path
+
+
+def schema_string_domains(txn, out: str, split: str, appending: bool) -> dict[str, list[str]]:
+    """The string domains `schema.pbtxt` gets at this commit: a train run's from its staged
+    report (an appending run's added to those recorded, while both sides had one and they stay
+    within `MAX_STRING_DOMAIN`); other splits keep the recorded ones (the train split's)."""
+    recorded = recorded_string_domains(read_text(posixpath.join(out, SCHEMA_FILE)))
+    if split != TRAIN_SPLIT:
+        return recorded
+    report = read_text(txn.staged_path(report_paths(out, split)[0]))
+    found = string_domains(json.loads(report)) if report is not None else {}
+    if not appending:
+        return found
+    merged = {
+        name: sorted(set(recorded[name]) | set(values)) for name, values in found.items() if name in recorded
+    }
+    return {name: values for name, values in merged.items() if len(values) <= MAX_STRING_DOMAIN}
 
 
 def stats_path(out: str, split: str) -> str:

@@ -19,15 +19,25 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import path_pb2, schema_pb2
 
-__all__ = ["SCHEMA_FILE", "schema_text", "tfmd_schema"]
+__all__ = [
+    "MAX_STRING_DOMAIN",
+    "SCHEMA_FILE",
+    "recorded_string_domains",
+    "schema_text",
+    "string_domains",
+    "tfmd_schema",
+]
 
 #: Path of the schema below the output folder.
 SCHEMA_FILE = "metadata/schema.pbtxt"
+#: A string feature with at most this many distinct values in the train split gets them as its
+#: `string_domain` (TFDV's `infer_schema(max_string_domain_size=100)`).
+MAX_STRING_DOMAIN = 100
 
 _TYPES = {"int64": schema_pb2.INT, "float32": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 _INT64 = schema_pb2.TensorRepresentation.RowPartitionDType.INT64
@@ -84,6 +94,26 @@ def _id_range(entry: Mapping) -> tuple[int, int] | None:
     return None
 
 
+def string_domains(report: Mapping, limit: int = MAX_STRING_DOMAIN) -> dict[str, list[str]]:
+    """`{tensor: its values, sorted}` of the string tensors whose report (the train split's)
+    counted every distinct value, at most `limit` of them."""
+    domains = {}
+    for tensor in report.get("tensors", []):
+        categorical = tensor.get("categorical") or {}
+        summary = categorical.get("summary") or []
+        if tensor.get("dtype") == "string" and categorical.get("exact") and 0 < len(summary) <= limit:
+            domains[tensor["name"]] = sorted(str(value) for value, _ in summary)
+    return domains
+
+
+def recorded_string_domains(text: str | None) -> dict[str, list[str]]:
+    """The string domains of a `schema.pbtxt` (`{feature: values}`; none without a schema)."""
+    if not text:
+        return {}
+    schema = text_format.Parse(text, schema_pb2.Schema())
+    return {f.name: list(f.string_domain.value) for f in schema.feature if f.HasField("string_domain")}
+
+
 def _features(entry: Mapping) -> list[schema_pb2.Feature]:
     parse = entry["parse"]
     kind = parse["type"]
@@ -109,12 +139,16 @@ def _features(entry: Mapping) -> list[schema_pb2.Feature]:
     return features
 
 
-def tfmd_schema(metadata: Mapping, skip: Iterable[str] = ()) -> schema_pb2.Schema:
+def tfmd_schema(
+    metadata: Mapping, skip: Iterable[str] = (), domains: Mapping[str, Sequence[str]] | None = None
+) -> schema_pb2.Schema:
     """The `Schema` of the records a metadata document describes.
 
     Args:
         metadata: the document (`tensor_metadata.json`).
         skip: tensors not stored in the records (partition columns kept in folder names).
+        domains: `{string feature: its values}` (`string_domains` of the train report): each
+            becomes that feature's `string_domain`, as TFDV's `infer_schema` gives it.
 
     Returns:
         A `tensorflow_metadata` `Schema`: the features in the document's order (features,
@@ -130,11 +164,15 @@ def tfmd_schema(metadata: Mapping, skip: Iterable[str] = ()) -> schema_pb2.Schem
     for entry in entries:
         if entry["name"] in skipped:
             continue
-        schema.feature.extend(_features(entry))
+        features = _features(entry)
+        for feature in features:
+            if feature.type == schema_pb2.BYTES and feature.name in (domains or {}):
+                feature.string_domain.value.extend(domains[feature.name])
+        schema.feature.extend(features)
         group.tensor_representation[entry["name"]].CopyFrom(_representation(entry["parse"]))
     return schema
 
 
-def schema_text(metadata: Mapping) -> str:
+def schema_text(metadata: Mapping, domains: Mapping[str, Sequence[str]] | None = None) -> str:
     """The `schema.pbtxt` text of a metadata document (protobuf text format)."""
-    return text_format.MessageToString(tfmd_schema(metadata))
+    return text_format.MessageToString(tfmd_schema(metadata, domains=domains))

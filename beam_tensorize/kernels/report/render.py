@@ -466,6 +466,14 @@ def render_html(report: dict, figures: dict[str, str] | None = None) -> str:
             f"<p>Compared with <b>{html.escape(drift['against'])}</b> (threshold {_fmt(drift['threshold'])}): "
             f"tensors over the threshold: {flagged}.</p>"
         )
+    anomalies = (report.get("anomalies") or {}).get("features", [])
+    if anomalies:
+        listed = "; ".join(
+            f"<b>{html.escape(a['name'])}</b>: {_fmt(a['count'])} value(s) not in the train split's "
+            f"({html.escape(', '.join(a['values']))})"
+            for a in anomalies
+        )
+        drift_html += f'<p><span class="flag">anomalies</span> against {html.escape(report["anomalies"]["against"])}: {listed}.</p>'
     timings = report.get("timings") or {}
     timing_html = ""
     if timings:
