@@ -53,15 +53,10 @@ from beam_tensorize.kernels.features.vocab import FeatureList, FeatureListLookup
 from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.kernels.metadata import METADATA_FILE
 from beam_tensorize.kernels.partitions import with_partition_ids
-from beam_tensorize.kernels.serving_settings import TransformSettings
+from beam_tensorize.kernels.serving_settings import ServingError, TransformSettings
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 
 __all__ = ["Preprocessor", "ServingError"]
-
-
-class ServingError(ValueError):
-    """A record cannot be transformed (the batch job would have made it a dead letter), or
-    the output folder does not hold what serving needs."""
 
 
 class Preprocessor:

@@ -9,23 +9,57 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "beam_tensorize"
 
-#: Layer -> project packages it must not import (and whether it may import Apache Beam's
-#: pipeline API; the job layer uses only Beam's file systems).
+#: Every top-level package or module of beam_tensorize (`serving` is `serving.py`) -> the
+#: project packages it must not import (at all: also inside functions, but for imports only
+#: type checkers see), and whether it may import Apache Beam's pipeline API (the job layer uses
+#: only Beam's file systems).
+_EVERYTHING = {"config", "kernels", "job", "io", "transforms", "spark", "tf", "runners", "report", "serving",
+               "progress", "metrics", "sample"}  # fmt: skip
 RULES = {
-    "config": ({"kernels", "job", "io", "transforms", "spark", "tf", "runners"}, False),
-    "kernels": ({"job", "io", "transforms", "spark", "tf", "runners"}, False),
-    "job": ({"io", "transforms", "spark", "tf", "runners"}, False),
-    "io": ({"transforms", "spark", "tf"}, True),
-    "transforms": ({"spark", "tf"}, True),
-    "spark": ({"io", "transforms", "tf"}, False),
+    "config": (_EVERYTHING - {"config"}, False),
+    "kernels": (
+        {"job", "io", "transforms", "spark", "tf", "runners", "report", "serving", "progress"},
+        False,
+    ),
+    "job": ({"io", "transforms", "spark", "tf", "runners", "report", "serving"}, False),
+    "io": ({"transforms", "spark", "tf", "report", "serving"}, True),
+    "transforms": ({"spark", "tf", "report", "serving"}, True),
+    "spark": ({"io", "transforms", "tf", "report", "serving"}, False),
+    # TensorFlow readers and serving ops: no Beam; built from a `serving.Preprocessor` they are
+    # handed, which imports them (not the reverse)
+    "tf": ({"io", "transforms", "spark", "runners", "report", "serving", "progress"}, False),
+    # the Python serving path: kernels and the output's files; its TensorFlow form from `tf`
+    "serving": ({"io", "transforms", "spark", "runners", "report", "progress"}, False),
+    # the run report's public face: the job's files and the Beam statistics step
+    "report": ({"spark", "tf", "serving", "runners", "progress"}, True),
+    # runner set-up: Beam's own APIs only
+    "runners": (_EVERYTHING - {"runners"}, True),
+    # leaves: the progress files, the counter names, the bundled sample
+    "progress": (_EVERYTHING - {"progress"}, False),
+    "metrics": (_EVERYTHING - {"metrics"}, False),
+    "sample": (_EVERYTHING - {"sample"}, False),
 }
 #: The only parts of Apache Beam a Beam-free layer may use: its file systems.
 BEAM_FILE_SYSTEMS = ("apache_beam.io.filesystem", "apache_beam.io.filesystems", "apache_beam.io.aws")
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the import nodes under `if TYPE_CHECKING:` (no import at run time)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            found.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return found
+
+
 def _imports(path: pathlib.Path) -> list[str]:
+    """The modules `path` imports when it runs (at its top or in its functions)."""
     names = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skipped = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -34,7 +68,35 @@ def _imports(path: pathlib.Path) -> list[str]:
 
 
 def _modules(layer: str) -> list[pathlib.Path]:
+    if (PACKAGE / f"{layer}.py").is_file():
+        return [PACKAGE / f"{layer}.py"]
     return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+def test_every_package_and_module_has_a_rule():
+    found = {
+        p.stem
+        for p in PACKAGE.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py"
+    }
+    assert found - {"__init__"} == set(RULES) == _EVERYTHING
+
+
+def test_no_two_packages_import_each_other():
+    """At run time (type-checking imports aside): a circle would make the rules above a lie."""
+    uses = {layer: set() for layer in RULES}
+    for layer in RULES:
+        for path in _modules(layer):
+            for name in _imports(path):
+                parts = name.split(".")
+                if (
+                    parts[0] == "beam_tensorize"
+                    and len(parts) > 1
+                    and parts[1] in RULES
+                    and parts[1] != layer
+                ):
+                    uses[layer].add(parts[1])
+    assert sorted((a, b) for a in uses for b in uses[a] if a in uses[b]) == []
 
 
 @pytest.mark.parametrize("layer", sorted(RULES))

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -65,8 +66,11 @@ from beam_tensorize.kernels.features.vocab import uses_feature_list, vocab_array
 from beam_tensorize.kernels.metadata import build_metadata
 from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN
 from beam_tensorize.kernels.serving_requests import NTV_PARTS, raw_example_parts
-from beam_tensorize.serving import Preprocessor, ServingError
+from beam_tensorize.kernels.serving_settings import ServingError
 from beam_tensorize.tf.dataset import parse_spec
+
+if TYPE_CHECKING:  # built from one; `beam_tensorize.serving` imports this module, not the reverse
+    from beam_tensorize.serving import Preprocessor
 
 __all__ = [
     "PreprocessingLayer",
