@@ -22,6 +22,12 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "ConfigError": "beam_tensorize.config",
+    "TensorizeError": "beam_tensorize.config",
+    "Preprocessor": "beam_tensorize.serving",
+    "ServingError": "beam_tensorize.serving",
+    "WriteAvro": "beam_tensorize.io",
+    "DeduplicateFeatures": "beam_tensorize.transforms",
+    "PrepRankingData": "beam_tensorize.transforms",
     "load_config": "beam_tensorize.config",
     "parse_config": "beam_tensorize.config",
     "sample": "beam_tensorize.sample",

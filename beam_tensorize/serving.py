@@ -112,7 +112,7 @@ class Preprocessor:
         metadata = json.loads(_read_text(output_dir, METADATA_FILE, "metadata"))
         if "config" not in metadata:
             raise ServingError(
-                f"error: the metadata at {posixpath.join(output_dir, METADATA_FILE)} has no 'config' entry "
+                f"the metadata at {posixpath.join(output_dir, METADATA_FILE)} has no 'config' entry "
                 "(it was not written by beam_tensorize, or by a version before serving); run the job "
                 "again into this folder, or build the Preprocessor with Preprocessor.from_config"
             )
@@ -126,7 +126,7 @@ class Preprocessor:
                 try:
                     feature_list.check_recorded(listed, posixpath.join(output_dir, listed["path"]))
                 except ValueError as err:
-                    raise ServingError(f"error: {err}") from None
+                    raise ServingError(f"{err}") from None
                 lists[entry["name"]] = feature_list
         return cls(config, lists, TransformSettings.from_json(metadata.get("transform")), labels)
 
@@ -160,7 +160,7 @@ class Preprocessor:
                         lists[name] = FeatureList.from_text(f.read().decode("utf-8"))
             if not lists:
                 raise ServingError(
-                    f"error: no feature list of the config's tensors in {feature_list_dir}; give the "
+                    f"no feature list of the config's tensors in {feature_list_dir}; give the "
                     "output's featureList/ folder (files named after tensors)"
                 )
         return cls(parsed, lists, TransformSettings(input_schema=input_schema, **settings), labels)
@@ -191,10 +191,10 @@ class Preprocessor:
                     pa.RecordBatch.from_pylist([record], schema=schema)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as one:
                     raise ServingError(
-                        f"error: record {index} does not fit the input schema: {one}; give values "
+                        f"record {index} does not fit the input schema: {one}; give values "
                         "of the types in the metadata's transform.inputColumns"
                     ) from None
-            raise ServingError(f"error: the records do not fit the input schema: {err}") from None
+            raise ServingError(f"the records do not fit the input schema: {err}") from None
 
     def tensor_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The tensor columns of a batch of input rows, as the job has them before encoding:
@@ -221,7 +221,7 @@ class Preprocessor:
         if len(result.bad_rows):
             row, reason = int(result.bad_rows[0]), result.reasons[0]
             raise ServingError(
-                f"error: record {row}: {reason}; the batch job writes such a record to its dead "
+                f"record {row}: {reason}; the batch job writes such a record to its dead "
                 "letters, so the model never saw one like it"
             )
         return result.features
@@ -305,7 +305,7 @@ def _refuse_truncated_numbers(records: Sequence[Mapping], schema: pa.Schema) -> 
             for item in values:
                 if isinstance(item, (float, np.floating)) and not float(item).is_integer():
                     raise ServingError(
-                        f"error: record {index}: {name} = {item!r} is not an integer (column type "
+                        f"record {index}: {name} = {item!r} is not an integer (column type "
                         f"{schema.field(name).type}); the batch job writes such a record to its dead "
                         "letters, so the model never saw one like it"
                     )
@@ -319,6 +319,6 @@ def _read_text(output_dir: str, relative: str, what: str) -> str:
             return f.read().decode("utf-8")
     except (FileNotFoundError, OSError) as err:
         raise ServingError(
-            f"error: cannot read the {what} at {posixpath.join(output_dir, relative)} ({err}); give "
+            f"cannot read the {what} at {posixpath.join(output_dir, relative)} ({err}); give "
             "the folder of a finished beam_tensorize run (train mode writes the feature lists)"
         ) from None

@@ -14,12 +14,11 @@ hashing work, on the same Avro input, in the same run.
   (Arrow out) are encoded with tfx_bsl's `RecordBatchToExamplesEncoder` and written with
   `WriteToTFRecord`. Only the transform differs between the two pipelines.
 
-TF Transform pins its own TensorFlow / Beam / tfx-bsl versions, so it runs in a virtual
-environment of its own (see benchmarks/README.md):
+TF Transform 1.21 installs beside this package's TensorFlow / Beam / tfx-bsl (the `test`
+extra holds it), so both run in the project's virtual environment:
 
-    python3 -m venv /tmp/tft && /tmp/tft/bin/pip install tensorflow-transform fastavro cramjam
-    /tmp/tft/bin/pip install --no-deps -e .
-    TF_CPP_MIN_LOG_LEVEL=2 /tmp/tft/bin/python benchmarks/bench_tft.py --rows 200000
+    .venv/bin/pip install -e '.[test]'
+    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python benchmarks/bench_tft.py --rows 200000
 
 Both outputs are read back with `tf.data` and must hold `--rows` records. Timings are printed,
 never asserted.

@@ -311,8 +311,8 @@ class TensorizeOptions(PipelineOptions):
         parser.add_argument(
             "--batch_rows",
             type=int,
-            default=8192,
-            help="Rows per Arrow record batch read from the input (default 8192).",
+            default=formats.DEFAULT_BATCH_ROWS,
+            help=f"Rows per Arrow record batch read from the input (default {formats.DEFAULT_BATCH_ROWS}).",
         )
         parser.add_argument(
             "--split_bytes",

@@ -121,3 +121,42 @@ def test_every_kernel_and_job_module_declares_its_public_names():
         if path.name != "__init__.py" and "__all__" not in path.read_text()
     ]
     assert missing == []
+
+
+#: Exception classes that are not errors a user sees, and why.
+_INTERNAL_SIGNALS = {"TooDeep": "the native Avro decoder's signal to decode that block with fastavro instead"}
+
+
+def test_every_public_error_derives_from_tensorize_error():
+    """`except beam_tensorize.TensorizeError` catches every error the library raises for bad
+    input, settings or output (each keeps its built-in base too)."""
+    problems = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if (
+                not isinstance(node, ast.ClassDef)
+                or node.name.startswith("_")
+                or node.name in _INTERNAL_SIGNALS
+                or node.name == "TensorizeError"  # the base itself
+            ):
+                continue
+            bases = [ast.unparse(b) for b in node.bases]
+            if (
+                any(b.endswith(("Error", "Exception", "Conflict")) for b in bases)
+                and "TensorizeError" not in bases
+            ):
+                problems.append(f"{path.relative_to(PACKAGE)}: {node.name}({', '.join(bases)})")
+    assert problems == []
+
+
+def test_the_names_the_readme_uses_are_exported_at_the_top():
+    import beam_tensorize
+    from beam_tensorize.config.errors import TensorizeError
+    from beam_tensorize.serving import Preprocessor, ServingError
+
+    assert beam_tensorize.TensorizeError is TensorizeError and issubclass(ServingError, TensorizeError)
+    assert beam_tensorize.Preprocessor is Preprocessor
+    names = ["WriteAvro", "DeduplicateFeatures", "PrepRankingData", "WriteTFRecord", "Tensorize"]
+    assert all(callable(getattr(beam_tensorize, name)) for name in names)
+    assert set(names) <= set(beam_tensorize.__all__)

@@ -10,7 +10,7 @@ import sys
 import pytest
 from apache_beam.io.filesystems import FileSystems as BeamFileSystems
 
-from beam_tensorize.job.files import FileSystems
+from beam_tensorize.job.files import FileSystems, list_files
 
 PATTERNS = [
     "{d}/a.avro",  # one file, no wildcard
@@ -130,3 +130,27 @@ def test_a_local_job_driver_needs_no_apache_beam(tmp_path):
     done = subprocess.run([sys.executable, "-c", _DRIVER_SIDE, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False"]
+
+
+def test_list_files_is_empty_only_when_nothing_is_there(tmp_path, monkeypatch):
+    """A missing folder lists nothing; a file system that cannot be listed (no permission, no
+    network) is an error naming the pattern, not an empty output."""
+    from apache_beam.io.filesystem import BeamIOError
+
+    from beam_tensorize.job import files
+
+    assert list_files(str(tmp_path / "missing" / "*")) == []
+
+    def failing(error):
+        def match(patterns, *args, **kwargs):
+            raise BeamIOError("Match operation failed", {patterns[0]: error})
+
+        return match
+
+    monkeypatch.setattr(files.FileSystems, "match", failing(PermissionError(13, "Permission denied")))
+    with pytest.raises(
+        OSError, match=r"^cannot list gs://b/out/\*: PermissionError: \[Errno 13\] Permission denied; check"
+    ):
+        list_files("gs://b/out/*")
+    monkeypatch.setattr(files.FileSystems, "match", failing(FileNotFoundError("no such object")))
+    assert list_files("gs://b/out/*") == []

@@ -280,7 +280,7 @@ def test_a_fraction_for_an_integer_column_is_refused_not_truncated(sample_output
     pre = Preprocessor.from_output(str(sample_output))
     good = _avro_records(SAMPLE_AVRO)[0]
     with pytest.raises(
-        ServingError, match=r"^error: record 1: movieId = 1215.7 is not an integer \(column type int32\)"
+        ServingError, match=r"^record 1: movieId = 1215.7 is not an integer \(column type int32\)"
     ):
         pre.transform([good, {**good, "movieId": 1215.7}])
     whole = pre.transform([{**good, "movieId": float(good["movieId"])}])[0]  # 1215.0 is the integer
@@ -290,14 +290,12 @@ def test_a_fraction_for_an_integer_column_is_refused_not_truncated(sample_output
 def test_metadata_without_a_config_is_a_one_line_error(tmp_path):
     (tmp_path / "metadata").mkdir()
     (tmp_path / "metadata" / "tensor_metadata.json").write_text('{"features": []}')
-    with pytest.raises(
-        ServingError, match=r"^error: the metadata at .*tensor_metadata.json has no 'config' entry"
-    ):
+    with pytest.raises(ServingError, match=r"^the metadata at .*tensor_metadata.json has no 'config' entry"):
         Preprocessor.from_output(str(tmp_path))
 
 
 def test_an_output_without_metadata_is_a_one_line_error(tmp_path):
-    with pytest.raises(ServingError, match=r"^error: cannot read the metadata at .*tensor_metadata.json"):
+    with pytest.raises(ServingError, match=r"^cannot read the metadata at .*tensor_metadata.json"):
         Preprocessor.from_output(str(tmp_path))
 
 

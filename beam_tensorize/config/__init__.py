@@ -10,7 +10,7 @@ Example::
 
 from __future__ import annotations
 
-from beam_tensorize.config.errors import ConfigError
+from beam_tensorize.config.errors import ConfigError, TensorizeError
 from beam_tensorize.config.model import (
     HashInfo,
     InputFeatureInfo,
@@ -24,6 +24,7 @@ from beam_tensorize.config.model import (
 from beam_tensorize.config.parse import load_config, parse_config
 
 __all__ = [
+    "TensorizeError",
     "ConfigError",
     "HashInfo",
     "InputFeatureInfo",

@@ -1,11 +1,19 @@
-"""The one error type for bad configuration: it always names the JSON path."""
+"""The base of the library's errors, and the one error type for bad configuration (it always
+names the JSON path)."""
 
 from __future__ import annotations
 
-__all__ = ["ConfigError"]
+__all__ = ["ConfigError", "TensorizeError"]
 
 
-class ConfigError(ValueError):
+class TensorizeError(Exception):
+    """The base of every error beam_tensorize raises for a bad input, setting or output
+    (`except beam_tensorize.TensorizeError` catches them all); each also derives from the
+    built-in type it always was (`ValueError`, `RuntimeError`), so existing handlers keep
+    working."""
+
+
+class ConfigError(TensorizeError, ValueError):
     """A config value is missing, of the wrong kind, or not supported.
 
     Attributes:

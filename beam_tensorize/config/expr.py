@@ -19,6 +19,8 @@ from typing import Any, Union
 import sqlglot
 from sqlglot import exp
 
+from beam_tensorize.config.errors import TensorizeError
+
 __all__ = [
     "BinaryOp",
     "Cast",
@@ -35,7 +37,7 @@ __all__ = [
 ]
 
 
-class ExprError(ValueError):
+class ExprError(TensorizeError, ValueError):
     """The expression cannot be parsed or uses something the evaluator does not support."""
 
 

@@ -12,6 +12,7 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.io.table import BATCHES, read_splits
 from beam_tensorize.job.tfrecord_read import TFRecordFiles, TFRecordRead, infer_tfrecord_schema, visible
+from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
 from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import TFRecordFormat
 
@@ -90,7 +91,7 @@ class ReadTFRecord(beam.PTransform):
         compression: str = "auto",
         verify_crc: bool = True,
         dead_letters: bool = False,
-        batch_rows: int = 8192,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
         infer_sample_records: int | None = 1000,
     ):
         super().__init__()

@@ -419,6 +419,10 @@ def read_text(path: str) -> str | None:
 def list_files(pattern: str) -> list[str]:
     """Paths matching a path or glob, sorted; none when nothing (not even the folder) is there.
 
+    Raises:
+        OSError: the file system could not be listed for another reason (no permission, no
+            network, no credentials): an output that cannot be read is not an empty one.
+
     Example:
         >>> import tempfile
         >>> list_files(tempfile.mkdtemp() + "/**")
@@ -426,8 +430,23 @@ def list_files(pattern: str) -> list[str]:
     """
     try:
         return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    except Exception:  # noqa: BLE001 - a file system may raise for a folder that does not exist
-        return []
+    except Exception as err:  # noqa: BLE001 - a file system may raise for a folder that does not exist
+        causes = list((getattr(err, "exception_details", None) or {}).values()) or [err]
+        if all(_not_found(cause) for cause in causes):
+            return []
+        raise OSError(
+            f"cannot list {pattern}: {type(causes[0]).__name__}: {causes[0]}; check the path, the network "
+            "and the credentials of its file system"
+        ) from None
+
+
+def _not_found(err: BaseException) -> bool:
+    """The error says only that nothing is there (a local path, an object-store key or bucket)."""
+    return (
+        isinstance(err, FileNotFoundError)
+        or type(err).__name__ in ("NotFound", "NoSuchKey", "NoSuchBucket")
+        or getattr(err, "code", None) == 404
+    )
 
 
 def match_files(pattern: str, kind: str = "input", note: bool = True) -> list[tuple[str, int]]:

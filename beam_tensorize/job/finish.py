@@ -24,7 +24,7 @@ from beam_tensorize.job.report import schema_string_domains, stage_statistics_pr
 from beam_tensorize.job.transaction import CommitConflict, Transaction
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
-from beam_tensorize.kernels.metadata import METADATA_FILE, sum_counts
+from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS, sum_counts
 from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN, PARTITION_ID_LAYOUT
 
 if TYPE_CHECKING:  # the spec's module imports this one
@@ -52,7 +52,6 @@ __all__ = [
 ]
 
 #: Execution mode -> folder the records go to.
-SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
 EXECUTION_MODES = tuple(SPLIT_FOLDERS)
 DEAD_LETTER_FOLDER = "deadLetters"
 DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"

@@ -39,7 +39,7 @@ import time
 from collections.abc import Mapping
 
 from beam_tensorize.job.files import read_text, write_text_atomically
-from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS
 from beam_tensorize.kernels.report.anomalies import unexpected_string_values
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD, compare
 from beam_tensorize.kernels.report.render import render_html
@@ -70,7 +70,7 @@ REPORT_FOLDER = "report"
 #: `--report` values: none, the JSON only, or the JSON and the HTML page.
 REPORT_FORMATS = ("none", "json", "html")
 #: The split other splits' reports are compared with.
-TRAIN_SPLIT = "trainingData"
+TRAIN_SPLIT = SPLIT_FOLDERS["train"]
 
 
 #: Seconds `write_report` waits for the page renderer before drawing the page itself.

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from beam_tensorize.job.files import list_files, open_file
+from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
 from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES, SchemaInference
 from beam_tensorize.kernels.tfrecord.files import FileReading, file_records, relative_path
@@ -154,7 +155,7 @@ class TFRecordRead:
         compression: str = "auto",
         verify_crc: bool = True,
         dead_letters: bool = False,
-        batch_rows: int = 8192,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
         infer_sample_records: int | None = 1000,
     ):
         if record_type not in RECORD_TYPES:

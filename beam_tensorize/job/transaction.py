@@ -49,6 +49,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.job.files import (
     FileSystems,
     create_file,
@@ -91,7 +92,7 @@ FAULT_VARIABLE = "BEAM_TENSORIZE_KILL_AT_COMMIT_STEP"
 fault_hook: Callable[[str], None] | None = None
 
 
-class CommitConflict(RuntimeError):
+class CommitConflict(TensorizeError, RuntimeError):
     """The output changed in a way this run cannot be added to (another run committed)."""
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = [
+    "DEFAULT_BATCH_ROWS",
     "DEFAULT_KEY",
     "as_large_list",
     "default_column",
@@ -31,6 +32,10 @@ __all__ = [
     "project_arrow_schema",
     "resolve_column",
 ]
+
+#: Rows per Arrow record batch the readers gather by default (every input format, the
+#: TFRecord reader, the CLI's `--batch_rows`, the Spark sources' `batchRows`).
+DEFAULT_BATCH_ROWS = 8192
 
 
 def is_list_type(t: pa.DataType, views: bool = False) -> bool:

@@ -37,12 +37,15 @@ __all__ = [
     "build_metadata",
     "integer_maxima",
     "integer_tensor_names",
+    "SPLIT_FOLDERS",
     "merge_maxima",
     "metadata_json",
     "sum_counts",
 ]
 
 FORMAT_VERSION = 1
+#: Execution mode -> the split folder its records go to (the keys of the document's `data`).
+SPLIT_FOLDERS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
 #: Path of the metadata document below the output folder.
 METADATA_FILE = "metadata/tensor_metadata.json"
 

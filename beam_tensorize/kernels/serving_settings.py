@@ -25,12 +25,13 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.kernels.schemas import unify_schemas
 
 __all__ = ["ServingError", "TransformSettings", "canonical_schema", "input_schema_of", "one_input_schema"]
 
 
-class ServingError(ValueError):
+class ServingError(TensorizeError, ValueError):
     """A record cannot be transformed (the batch job would have made it a dead letter), or
     the output folder does not hold what serving needs (`beam_tensorize.serving` and
     `beam_tensorize.tf.serving` raise it)."""

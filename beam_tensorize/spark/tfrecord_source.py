@@ -39,6 +39,7 @@ from beam_tensorize.job.commit import (
 )
 from beam_tensorize.job.files import create_file, open_file
 from beam_tensorize.job.tfrecord_read import TFRecordRead
+from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
 from beam_tensorize.kernels.partitions import parse_partition_path, split_by_partition
 from beam_tensorize.kernels.shards import serialize_records
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
@@ -118,7 +119,7 @@ class TFRecordDataSource(DataSource):
         sample = opts.get("infersamplerecords", "1000")
         compression = opts.get("compression", "auto")
         verify_crc = flag(opts, "verifyCrc", True, TFRECORD_FORMAT)
-        batch_rows = positive(opts, "batchRows", 8192, TFRECORD_FORMAT)
+        batch_rows = positive(opts, "batchRows", DEFAULT_BATCH_ROWS, TFRECORD_FORMAT)
         read = TFRecordRead(
             self._path,
             schema=schema,

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 import tensorflow as tf
 
 from beam_tensorize.job.transaction import recover
+from beam_tensorize.kernels.metadata import SPLIT_FOLDERS
 from beam_tensorize.tf._compat import parse_example
 
 __all__ = ["committed_split", "load_metadata", "make_dataset", "parse_spec"]
 
-_SPLITS = {"train": "trainingData", "validation": "validationData", "test": "testData"}
 _DTYPES = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
 
 
@@ -91,7 +91,7 @@ def committed_split(output_dir: str, split: str) -> tuple[str, str, dict, dict]:
         ValueError: the output has no `_SUCCESS`, or no such split.
     """
     root = output_dir.rstrip("/")
-    folder = _SPLITS.get(split, split)
+    folder = SPLIT_FOLDERS.get(split, split)
     recover(root)  # a commit a killed run left: finished first (its new output is complete)
     if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):
         raise ValueError(

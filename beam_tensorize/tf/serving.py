@@ -92,7 +92,7 @@ def _raw_schema(pre: Preprocessor) -> pa.Schema:
     schema = pre.settings.input_schema
     if schema is None:
         raise ServingError(
-            "error: the TensorFlow model needs the input rows' schema, which this output's metadata "
+            "the TensorFlow model needs the input rows' schema, which this output's metadata "
             "does not record (transform.inputSchema); rerun the job with this version, or build the "
             "Preprocessor with from_config(..., input_schema=...)"
         )
@@ -210,7 +210,7 @@ class PreprocessingModule(tf.Module):
             self._check(tensor)
             if uses_feature_list(tensor, self._after_tokens(tensor)):
                 if tensor.name not in pre.feature_lists:
-                    raise ServingError(f"error: tensor {tensor.name!r} has no feature list; give its list")
+                    raise ServingError(f"tensor {tensor.name!r} has no feature list; give its list")
                 self._tables[tensor.name] = _table(vocab_array(pre.feature_lists[tensor.name]).to_pylist())
         self._stop_words = _table(sorted(ENGLISH_STOP_WORDS))
         self._request_spec = _request_spec(schema)
@@ -238,13 +238,13 @@ class PreprocessingModule(tf.Module):
         where = f"tensor {tensor.name!r} ({tensor.json_path})"
         if hash_info is not None and hash_info.hash_function != "fingerprint":
             raise ServingError(
-                f"error: {where} hashes with {hash_info.hash_function} (salted MD5), which TensorFlow "
+                f"{where} hashes with {hash_info.hash_function} (salted MD5), which TensorFlow "
                 "has no op for; serve it with the Python Preprocessor, or hash with 'fingerprint'"
             )
         leaf = leaf_type(self._after_tokens(tensor))
         if hash_info is not None and not is_ntv(self._raw_types[tensor.name]) and pa.types.is_floating(leaf):
             raise ServingError(
-                f"error: {where} hashes floating-point values, whose text (Java's number format) "
+                f"{where} hashes floating-point values, whose text (Java's number format) "
                 "TensorFlow cannot reproduce; serve it with the Python Preprocessor, or hash a "
                 "string column"
             )
@@ -467,7 +467,7 @@ def _cast_leaf(values: tf.RaggedTensor, value_type: str, leaf: pa.DataType, name
     if value_type == "string":
         if flat.dtype == tf.float64:
             raise ServingError(
-                f"error: {name!r} writes floating-point values as text (Java's number format), which "
+                f"{name!r} writes floating-point values as text (Java's number format), which "
                 "TensorFlow cannot reproduce; serve it with the Python Preprocessor"
             )
         flat = _canonical(flat, leaf)

@@ -1,6 +1,7 @@
 """Beam PTransforms over Arrow record batches (thin wrappers of `beam_tensorize.kernels`)."""
 
 from beam_tensorize.transforms.commit import CommitOutput
+from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from beam_tensorize.transforms.encode import DEAD_LETTERS, EXAMPLES, EncodeExamples
 from beam_tensorize.transforms.extract import ExtractFeatures
 from beam_tensorize.transforms.feature_lists import (
@@ -24,6 +25,7 @@ __all__ = [
     "BuildFeatureLists",
     "BuildVocab",
     "CommitOutput",
+    "DeduplicateFeatures",
     "ComputeStatistics",
     "EmitMetadata",
     "EncodeExamples",

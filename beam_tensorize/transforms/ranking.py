@@ -22,7 +22,7 @@ from beam_tensorize.job.metadata import stage_metadata_files
 from beam_tensorize.job.reading import file_schema, unify_file_schemas
 from beam_tensorize.job.transaction import Transaction
 from beam_tensorize.kernels import formats
-from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS
 from beam_tensorize.kernels.provenance import source_of, with_source
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingPlan, RankingSettings
 
@@ -129,7 +129,9 @@ class PrepRankingData(beam.PTransform):
             )
         else:
             metadata_dir = metadata_dir.rstrip("/")
-            self._places = _Places(output_dir, metadata_dir, None, write_metadata=split == "trainingData")
+            self._places = _Places(
+                output_dir, metadata_dir, None, write_metadata=split == SPLIT_FOLDERS["train"]
+            )
             if save_mode == "error" and self._places.write_metadata:
                 _refuse_existing_metadata(metadata_dir)
         self._split = split

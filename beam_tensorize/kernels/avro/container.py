@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from beam_tensorize.config.errors import TensorizeError
+
 try:  # Intel's ISA-L inflates deflate blocks ~1.7x faster than zlib, with the same output
     from isal.isal_zlib import decompress as _inflate
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
@@ -43,7 +45,7 @@ _HEADER_CHUNK = 1 << 16
 _MAX_VARINT_BYTES = 10
 
 
-class AvroFormatError(ValueError):
+class AvroFormatError(TensorizeError, ValueError):
     """An Avro file is not valid: bad magic, truncated, corrupt block, bad sync marker, ...
 
     Attributes:

@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from beam_tensorize.kernels.arrow_types import project_arrow_schema, resolve_column
+from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS, project_arrow_schema, resolve_column
 from beam_tensorize.kernels.avro.container import RawBlock, iter_blocks, read_header
 from beam_tensorize.kernels.avro.decode import decode_blocks, schema_key
 from beam_tensorize.kernels.avro.salvage import decode_blocks_salvaging
@@ -25,8 +25,6 @@ __all__ = [
 ]
 
 
-#: Rows per batch `read_avro_range` gathers by default.
-DEFAULT_BATCH_ROWS = 8192
 #: Size of the byte ranges `split_ranges` cuts files into by default.
 DEFAULT_SPLIT_BYTES = 64 << 20
 

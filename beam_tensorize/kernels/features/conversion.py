@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.arrow_types import (
     as_large_list,
@@ -81,7 +82,7 @@ _VALUE_TYPES = {
 }
 
 
-class FeatureDataError(ValueError):
+class FeatureDataError(TensorizeError, ValueError):
     """A whole column does not fit its tensor config (e.g. lists where scalars are declared)."""
 
 

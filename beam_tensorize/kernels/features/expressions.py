@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.expr import BinaryOp, Cast, Expr, Index, Literal, Path
 from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths, list_offsets
 
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-class ExpressionEvalError(ValueError):
+class ExpressionEvalError(TensorizeError, ValueError):
     """The expression does not fit the data (unknown field, wrong type)."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.expr import Expr, ExprError, Path, column_paths, parse_column_expr
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.features.expressions import ExpressionEvalError, evaluate
@@ -23,7 +24,7 @@ from beam_tensorize.kernels.features.tokenize import tokenize
 __all__ = ["ExtractError", "extra_column", "extra_column_names", "extract_tensors", "input_columns"]
 
 
-class ExtractError(ValueError):
+class ExtractError(TensorizeError, ValueError):
     """A tensor's expression does not fit the input data; names the tensor and its config path."""
 
 

@@ -34,6 +34,7 @@ from typing import BinaryIO, ClassVar, NamedTuple
 
 import pyarrow as pa
 
+from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
 from beam_tensorize.kernels.avro import project_arrow_schema, resolve_column
 
 __all__ = [
@@ -58,7 +59,6 @@ __all__ = [
 AUTO = "auto"
 #: Bytes of a file's start handed to `InputFormat.matches`.
 HEAD_BYTES = 16
-DEFAULT_BATCH_ROWS = 8192
 DEFAULT_SPLIT_BYTES = 64 << 20
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.kernels.arrow_types import is_list_type, leaf_type, list_depth, list_lengths
 from beam_tensorize.kernels.tfrecord.example_encoder import length_delimited
 
@@ -46,7 +47,7 @@ BYTE_ARRAY_COLUMN = "byteArray"
 _KINDS = {pa.int64(): "int64", pa.float32(): "float", pa.large_binary(): "bytes"}
 
 
-class RecordError(ValueError):
+class RecordError(TensorizeError, ValueError):
     """A record that cannot be decoded or does not fit the schema.
 
     Attributes:

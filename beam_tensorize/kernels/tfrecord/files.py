@@ -25,6 +25,7 @@ from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
 
+from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
 from beam_tensorize.kernels.partitions import parse_partition_path, partition_column
 from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.tfrecord.decoding import decode_records
@@ -56,7 +57,7 @@ class FileReading(NamedTuple):
     compression: str = "auto"
     verify_crc: bool = True
     dead_letters: bool = False
-    batch_rows: int = 8192
+    batch_rows: int = DEFAULT_BATCH_ROWS
     widened: bool = False
 
 
