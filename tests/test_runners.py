@@ -309,3 +309,20 @@ def test_portable_runner_external_workers_through_the_boot_entry_point(
             "--environment_type", "EXTERNAL", "--environment_config", boot_worker_pool]  # fmt: skip
     assert main(args) == 0
     _assert_same_output(baseline, out)
+
+
+def test_the_beam_internals_the_runner_uses_are_there():
+    """`beam_tensorize/runners/_compat.py` builds the FnApiRunner from Beam internals: a Beam
+    release that moves them fails here, by name."""
+    import inspect
+
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    assert hasattr(fn_runner, "ExtendedProvisionInfo"), "fn_runner.ExtendedProvisionInfo moved"
+    assert "provision_info" in inspect.signature(fn_runner.FnApiRunner).parameters, (
+        "FnApiRunner(provision_info=)"
+    )
+    assert callable(getattr(JobServiceHandle, "encode_pipeline_options", None)), (
+        "encode_pipeline_options moved"
+    )

@@ -584,7 +584,20 @@ def test_spark_writes_the_cli_files_one_per_input_split(spark, tmp_path):
 
     pattern = _three_inputs(tmp_path / "in")
     assert (
-        main(["--input", pattern, "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "beam"), "--quiet"])
+        # (no report on either side: the schema's string domains come from the train report)
+        main(
+            [
+                "--input",
+                pattern,
+                "--config",
+                SAMPLE_CONFIG,
+                "--output",
+                str(tmp_path / "beam"),
+                "--quiet",
+                "--report",
+                "none",
+            ]
+        )
         == 0
     )
     result = tensorize_spark(spark, pattern, SAMPLE_CONFIG, str(tmp_path / "spark"))
@@ -605,7 +618,7 @@ def test_records_that_do_not_decode_are_the_cli_s_dead_letters(spark, tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(UNDECODABLE_CONFIG))
     common = ["--input", path, "--config", str(config), "--max_bad_records_ratio", "0.25", "--quiet"]
-    assert main([*common, "--output", str(tmp_path / "beam")]) == 0
+    assert main([*common, "--output", str(tmp_path / "beam"), "--report", "none"]) == 0
     result = tensorize_spark(spark, path, str(config), str(tmp_path / "spark"), max_bad_records_ratio=0.25)
     assert (result["numRecords"], result["badRecords"]) == (15, 5)
     beam_files = _tree(tmp_path / "beam")
@@ -757,6 +770,7 @@ def test_partition_ids_give_the_cli_files(spark, tmp_path):
     from tests.test_scale import _tree
 
     flags = ["--partition_field_name", "movieId", "--num_partitions", "3", "--shuffle", "--shuffle_seed", "7"]
+    flags += ["--report", "none"]  # as the Spark run (the schema's string domains come from a report)
     out = tmp_path / "beam"
     assert (
         main(["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(out), *flags, "--quiet"])

@@ -144,6 +144,10 @@ def test_sample_with_relative_paths_gives_the_cli_files(cluster, tmp_path):
         str(tmp_path / "spark" / "trainingData" / f"part-0000{i}-of-00002.tfrecord") for i in range(2)
     ]
     cli = ["--input", str(tmp_path / "in" / "sample.avro"), "--config", SAMPLE_CONFIG, "--num_shards", "2"]
+    cli += [
+        "--report",
+        "none",
+    ]  # as tensorize_spark's default (the schema's string domains come from a report)
     assert main([*cli, "--output", str(tmp_path / "beam"), "--quiet"]) == 0
     assert _tree(tmp_path / "spark") == _tree(tmp_path / "beam")
 
@@ -154,7 +158,7 @@ def test_three_input_splits_in_train_then_validation_give_the_cli_files(cluster,
     for mode in ("train", "validation"):
         found = _on_cluster(url, tmp_path, pattern, str(tmp_path / "spark"), mode=mode)
         assert found["result"]["numRecords"] == 300
-        cli = ["--input", pattern, "--config", SAMPLE_CONFIG, "--execution_mode", mode]
+        cli = ["--input", pattern, "--config", SAMPLE_CONFIG, "--execution_mode", mode, "--report", "none"]
         assert main([*cli, "--output", str(tmp_path / "beam"), "--quiet"]) == 0
     beam = _tree(tmp_path / "beam")
     assert [f for f in beam if f.startswith("validationData/part-")] == [

@@ -212,3 +212,19 @@ def test_local_files_need_no_apache_beam(tmp_path):
     done = subprocess.run([sys.executable, "-c", _WORKER_SIDE, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["raw", "bytes", "False"]
+
+
+def test_the_pyspark_internals_the_package_uses_are_there(spark):
+    """`beam_tensorize/spark/_compat.py` reaches into PySpark: a PySpark release that moves
+    those names fails here, by name."""
+    import pyarrow as pa
+
+    from beam_tensorize.spark import _compat
+
+    context = spark.sparkContext
+    assert _compat.accumulator_server(context) is not None, "SparkContext._accumulatorServer.server_shutdown"
+    assert _compat.driver_jvm(context).poll() is None, "SparkContext._gateway.proc"
+    frame = spark.createDataFrame([(1,)], "x long")
+    assert _compat.written_frame(frame.write) is frame, "DataFrameWriter._df"
+    schema = pa.schema([("x", pa.int64()), ("s", pa.list_(pa.string()))])
+    assert _compat.to_arrow_schema(_compat.from_arrow_schema(schema)) == schema

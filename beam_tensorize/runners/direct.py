@@ -24,6 +24,8 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
+from beam_tensorize.runners._compat import fn_api_runner
+
 __all__ = ["direct_runner_for"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
@@ -39,14 +41,4 @@ def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:
         return None
     if standard.streaming:
         return None
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    # As Beam's DirectRunner does when it runs the FnApiRunner: its SDK workers (worker
-    # processes in multi_processing mode) get the job's pipeline options.
-    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    provision = fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
-    )
-    return fn_runner.FnApiRunner(provision_info=provision)
+    return fn_api_runner(options)

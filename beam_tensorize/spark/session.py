@@ -48,6 +48,8 @@ import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from beam_tensorize.spark._compat import accumulator_server
+
 __all__ = ["class_archive_path", "default_cache_dir", "local_session", "prepare_class_archive"]
 
 _CACHE_ENV = "BEAM_TENSORIZE_CACHE"
@@ -177,8 +179,8 @@ def _close_accumulator_server_in_background(context: SparkContext) -> None:
     that thread, for whoever wants to wait for it. Should the JVM exit meanwhile, the handler
     reads the closed connection's end, quietly (PySpark would print that as an error).
     """
-    server = getattr(context, "_accumulatorServer", None)
-    if server is None or not hasattr(server, "server_shutdown"):
+    server = accumulator_server(context)
+    if server is None:
         return  # another PySpark: its own shutdown, as it is
     close, report = type(server).shutdown, type(server).handle_error
 
@@ -207,7 +209,8 @@ import sys
 from beam_tensorize.spark.session import local_session
 spark = local_session(1, cache_dir=sys.argv[1])
 spark.sparkContext.parallelize([0], 1).count()
-jvm = spark.sparkContext._gateway.proc
+from beam_tensorize.spark._compat import driver_jvm
+jvm = driver_jvm(spark.sparkContext)
 spark.stop()
 jvm.stdin.close()
 jvm.wait()

@@ -25,12 +25,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.provenance import source_of, source_unit, with_source
+from beam_tensorize.spark._compat import from_arrow_schema, to_arrow_schema
 from beam_tensorize.spark._options import flag, lowered, positive
 
 __all__ = [

@@ -41,7 +41,6 @@ import numpy as np
 import pyarrow as pa
 from pyspark import RDD, TaskContext
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 
@@ -101,6 +100,7 @@ from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, shard_chunks, shuffle_rows, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
+from beam_tensorize.spark._compat import from_arrow_schema
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
 __all__ = ["tensorize_spark"]

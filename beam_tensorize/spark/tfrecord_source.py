@@ -25,7 +25,6 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 # The commit protocol of the Beam sinks (temporary folder, save modes, moves), used as it is.
@@ -45,6 +44,7 @@ from beam_tensorize.kernels.shards import serialize_records
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
 from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
 from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS, compressed_writer, write_tfrecords
+from beam_tensorize.spark._compat import from_arrow_schema, to_arrow_schema
 from beam_tensorize.spark._options import check_known, flag, lowered, positive
 
 __all__ = ["TFRECORD_FORMAT", "TFRecordDataSource"]

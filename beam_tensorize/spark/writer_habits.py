@@ -22,6 +22,8 @@ import functools
 
 from pyspark.sql.readwriter import DataFrameWriter
 
+from beam_tensorize.spark._compat import written_frame
+
 __all__ = ["install"]
 
 _NOTES = "_beam_tensorize_notes"  # on each writer
@@ -111,7 +113,7 @@ def _saving(save):
             return save(self, path, format, mode, partitionBy, **options)
         if isinstance(partitionBy, str):
             partitionBy = (partitionBy,)
-        writer = _tfrecord_writer(self._df, notes, mode, partitionBy, options)
+        writer = _tfrecord_writer(written_frame(self), notes, mode, partitionBy, options)
         if path is not None and _save_mode(writer) == "error":
             from beam_tensorize.job.commit import check_target
 
