@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import logging
 import os
-import posixpath
-import re
 import shutil
 import sys
 import tempfile
@@ -25,15 +22,13 @@ import time
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TestOptions
 
-from beam_tensorize import __version__, metrics
+from beam_tensorize import __version__
 from beam_tensorize.config import ConfigError, load_config
 from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
 from beam_tensorize.job.daily import daily_inputs
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
-from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.job.preflight import (
     RunLock,
     check_feature_lists,
@@ -43,7 +38,7 @@ from beam_tensorize.job.preflight import (
     check_same_config,
     remove_stale_temporaries,
 )
-from beam_tensorize.job.report import REPORT_FOLDER, REPORT_FORMATS, load_report, report_paths
+from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.formats import AUTO, format_names
@@ -51,7 +46,6 @@ from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.progress import (
     PROGRESS_ENV,
     ProgressReporter,
-    format_rate,
     read_progress,
     read_result,
     record_result,
@@ -59,7 +53,7 @@ from beam_tensorize.progress import (
 from beam_tensorize.runners.direct import direct_runner_for
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
-from pipelines import avro2tf_flags
+from pipelines import avro2tf_flags, console
 from pipelines.arguments import OneLineParser, help_hint, refuse_unknown_arguments
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
@@ -471,148 +465,6 @@ def _print_help() -> None:
     parser.print_help()
 
 
-def _summary(
-    spec: TensorizeSpec, result, totals: dict[str, int], elapsed: float, committed: dict | None = None
-) -> str:
-    """The lines printed after a run; `committed`: the run's own result (`record_result`),
-    else the output's metadata tells (another run may have committed since)."""
-    output = spec.output
-    metadata = read_metadata(output) or {}
-    entries = metadata.get("features", []) + metadata.get("labels", [])
-    tensors = [t["name"] for t in entries]
-    lists = [
-        f"{t['featureList']['path']} ({t['featureList']['size']} entries)"
-        for t in entries
-        if "featureList" in t
-    ]
-    split = spec.split
-    data = metadata.get("data", {}).get(split, {})
-    if committed and "numRecords" in committed:
-        prefix = posixpath.join(output, split) + "/"
-        files = [f[len(prefix) :] if f.startswith(prefix) else f for f in committed.get("files", [])]
-        data = {**data, "numRecords": committed["numRecords"], "badRecords": committed.get("badRecords", 0),
-                "files": files, "offShape": committed.get("offShape", {})}  # fmt: skip
-    counters = _counters(result)
-    rows_read = None if counters is None else counters.get(metrics.ROWS_READ, 0)
-    if not rows_read and totals.get(metrics.ROWS_READ):
-        rows_read = totals[metrics.ROWS_READ]
-    lines = [
-        f"Output written to {output}",
-        f"  rows read:     {rows_read if rows_read is not None else 'n/a'}",
-        f"  rows written:  {data.get('numRecords', 'n/a')}  (bad records: {data.get('badRecords', 'n/a')})",
-        f"  tensors:       {', '.join(tensors)}",
-        f"  files:         {', '.join(posixpath.join(split, f) for f in data.get('files', []))}"
-        + (
-            "none (--skip_conversion: the feature lists and the metadata only)"
-            if spec.skip_conversion
-            else ""
-        ),
-        f"  feature lists: {', '.join(lists) if lists else 'none'}",
-        f"  metadata:      {posixpath.join(output, 'metadata', 'tensor_metadata.json')}",
-        f"  time:          {elapsed:.1f} s"
-        + (f" ({format_rate(rows_read, elapsed)} read)" if rows_read else ""),
-    ]
-    if spec.report != "none" and not spec.skip_conversion:
-        json_path, html_path = report_paths(output, split)
-        lines.append(f"  report:        {html_path if spec.report == 'html' else json_path}")
-        drifting = _drift(spec)
-        if drifting:
-            lines.append(f"  drift:         {drifting}")
-        anomalies = _anomalies(spec)
-        if anomalies:
-            lines.append(f"  anomalies:     {anomalies}")
-    if data.get("offShape"):
-        counted = ", ".join(f"{name} {rows}" for name, rows in data["offShape"].items())
-        lines.append(
-            f"  off shape:     rows kept whose outer dimension differs from the config's fixed shape: "
-            f"{counted} (read back ragged; --check_shapes makes them bad records)"
-        )
-    if data.get("deduplication"):
-        lines.append(
-            f"  deduplicated:  {data['numRecords']} rows in {data.get('numBlocks')} blocks{_saved(counters)}"
-        )
-    if rows_read == 0:
-        lines.append("  note:          the input holds no rows: the output is complete and empty")
-    return "\n".join(lines)
-
-
-#: Drifting tensors the summary names (then "and N more").
-_DRIFT_NAMED = 10
-
-
-def _drift(spec: TensorizeSpec) -> str:
-    """The tensors of this run's report past the drift threshold, farthest first, with their
-    distances and where the report is ('' when none is past it, or there is no comparison)."""
-    try:
-        report = load_report(spec.output, spec.split) or {}
-    except (OSError, ValueError):  # the summary of a finished run does not fail on its report
-        return ""
-    drift = report.get("drift") or {}
-    past = sorted(
-        (t for t in drift.get("tensors", []) if t.get("flagged")), key=lambda t: (-t["distance"], t["name"])
-    )
-    if not past:
-        return ""
-    threshold = drift["threshold"]
-    named = ", ".join(f"{t['name']} {_distance(t['distance'], threshold)}" for t in past[:_DRIFT_NAMED])
-    more = f" and {len(past) - _DRIFT_NAMED} more" if len(past) > _DRIFT_NAMED else ""
-    page = posixpath.join(REPORT_FOLDER, f"{spec.split}.{'html' if spec.report == 'html' else 'json'}")
-    return f"{named}{more} (past {threshold:g}; see {page})"
-
-
-def _anomalies(spec: TensorizeSpec) -> str:
-    """The string values of this run's report outside the train split's domains (the schema's),
-    per tensor ('' when there are none, or nothing to check against)."""
-    try:
-        report = load_report(spec.output, spec.split) or {}
-    except (OSError, ValueError):
-        return ""
-    features = (report.get("anomalies") or {}).get("features", [])
-    if not features:
-        return ""
-    named = "; ".join(
-        f"{f['name']} {f['count']} value(s) not in the train split's ("
-        + ", ".join(repr(v) for v in f["values"][:3])
-        + (", ..." if len(f["values"]) > 3 else "")
-        + ")"
-        for f in features
-    )
-    page = posixpath.join(REPORT_FOLDER, f"{spec.split}.{'html' if spec.report == 'html' else 'json'}")
-    return f"{named} (schema: metadata/schema.pbtxt; see {page})"
-
-
-def _distance(distance: float, threshold: float) -> str:
-    """A distance with two decimals, or as many more as it takes to read above the threshold."""
-    for digits in range(2, 10):
-        text = f"{distance:.{digits}f}"
-        if float(text) > threshold:
-            return text
-    return f"{distance:g}"
-
-
-def _counters(result) -> dict[str, int] | None:
-    """The job's counters (`beam_tensorize.metrics`), summed over steps by name; None when
-    the runner reports no metrics."""
-    try:
-        counters = result.metrics().query(MetricsFilter().with_namespace(metrics.NAMESPACE))["counters"]
-    except Exception:  # noqa: BLE001 - some runners report no metrics
-        return None
-    found: dict[str, int] = {}
-    for counter in counters:
-        name = counter.key.metric.name
-        found[name] = found.get(name, 0) + (counter.committed or 0)
-    return found
-
-
-def _saved(counters: dict[str, int] | None) -> str:
-    """How many user-column values deduplication left out, from the job's counters."""
-    values = (counters or {}).get(metrics.DEDUP_VALUES, 0)
-    stored = (counters or {}).get(metrics.DEDUP_VALUES_STORED, 0)
-    if not values:
-        return ""
-    return f"; user columns store {stored} of {values} values ({1 - stored / values:.0%} saved)"
-
-
 def _add_switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
     """An on/off flag: `--name` alone, or `--name=true|false` (also `--name true`)."""
     parser.add_argument(name, type=_boolean, nargs="?", const=True, default=False, help=help)
@@ -628,47 +480,6 @@ def _check_our_flags(argv: list[str]) -> argparse.Namespace:
         raise ValueError(f"{err}; {help_hint(_command())}") from None
 
 
-class _ConsoleFilter(logging.Filter):
-    """Keeps the runner's records (its errors with their tracebacks, its warnings) off the
-    console: the CLI says what failed in one line, and the log file holds the rest."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        # The runner's own warnings (e.g. the worker processes' start-up notes in
-        # multi-process mode) are for the log file too: the console is the job's.
-        return not (
-            record.name.startswith("apache_beam") or (record.levelno >= logging.ERROR and record.exc_info)
-        )
-
-
-def _configure_logging(verbose: bool) -> str:
-    """Console: warnings (and, with `verbose`, everything the runner logs as an error); a log
-    file in the temporary folder: everything from INFO. Returns the log file's path."""
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if getattr(h, "_beam_tensorize", False)]:
-        root.removeHandler(handler)  # main() may run more than once in a process (tests)
-        handler.close()
-    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    log_path = os.path.join(tempfile.gettempdir(), f"beam_tensorize-{os.getpid()}.log")
-    to_file = logging.FileHandler(log_path, mode="w", delay=True)
-    to_file.setLevel(logging.INFO)
-    to_file.setFormatter(formatter)
-    console = logging.StreamHandler(sys.stderr)
-    console.setLevel(logging.WARNING)
-    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    if not verbose:
-        console.addFilter(_ConsoleFilter())
-    for handler in (to_file, console):
-        handler._beam_tensorize = True
-        root.addHandler(handler)
-    root.setLevel(min(root.level or logging.WARNING, logging.INFO))
-    return log_path
-
-
-_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\w*: (.+)$")
-#: The step name Beam appends to a failed step's message (the log keeps it).
-_BEAM_STEP = re.compile(r"(?: \[while running '[^']*'\])+$")
-
-
 def _remove_own_temporaries(output: str) -> None:
     """After a failed run (its lock released): what it left in the temporary folders goes,
     unless another job is running into the output."""
@@ -678,37 +489,13 @@ def _remove_own_temporaries(output: str) -> None:
         _LOGGER.warning("could not remove the temporary files of the failed run", exc_info=True)
 
 
-def _one_line(err: BaseException) -> str:
-    """The message of a failed job in one line: a runner may wrap the worker's traceback into
-    the exception's text (multi-process DirectRunner, portable runners); keep its last
-    exception line, without the step name Beam appends (`[while running '...']`)."""
-    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    if len(lines) <= 1:
-        return _BEAM_STEP.sub("", lines[0]) if lines else type(err).__name__
-    for line in reversed(lines):
-        found = _EXCEPTION_LINE.match(line)
-        if found:
-            return _BEAM_STEP.sub("", found.group(1))
-    return _BEAM_STEP.sub("", lines[-1])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; returns the process exit code. The log file (in the temporary folder) is
     kept only when the command fails."""
     code = _main(argv)
     if code == 0:
-        _discard_log()
+        console.discard_log()
     return code
-
-
-def _discard_log() -> None:
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if getattr(h, "_beam_tensorize", False)]:
-        if isinstance(handler, logging.FileHandler):
-            root.removeHandler(handler)
-            handler.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(handler.baseFilename)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -729,7 +516,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not ours.quiet:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-    log_path = _configure_logging(verbose)
+    log_path = console.configure_logging(verbose)
     pipeline_options = PipelineOptions(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
@@ -766,8 +553,10 @@ def _main(argv: Sequence[str] | None) -> int:
     worker_processes = pipeline_options.view_as(DirectOptions).direct_running_mode == "multi_processing"
     try:
         lock = contextlib.nullcontext() if dry_run else RunLock(spec.output)
-        with lock, _worker_output_to(log_path, worker_processes and not verbose) as console:
-            reporter = ProgressReporter(progress_dir, _ProgressLine(), options.progress_interval, console)
+        with lock, console.worker_output_to(log_path, worker_processes and not verbose) as stream:
+            reporter = ProgressReporter(
+                progress_dir, console.ProgressLine(), options.progress_interval, stream
+            )
             with reporter if not (options.quiet or dry_run) else contextlib.nullcontext():
                 result = pipeline.run()
                 if pipeline_options.view_as(TestOptions).dry_run:
@@ -781,7 +570,7 @@ def _main(argv: Sequence[str] | None) -> int:
             _remove_own_temporaries(spec.output)
         details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
         print(
-            f"error: the job failed; {spec.output} holds no new complete output: {_one_line(err)}{details}",
+            f"error: the job failed; {spec.output} holds no new complete output: {console.one_line(err)}{details}",
             file=sys.stderr,
         )
         return 1
@@ -795,61 +584,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if held_data:
         print(f"{split_dir} already held data; with --save_mode ignore nothing was written.")
         return 0
-    print(_summary(spec, result, totals, time.monotonic() - started, committed))
+    print(console.summary(spec, result, totals, time.monotonic() - started, committed))
     return 0
-
-
-@contextlib.contextmanager
-def _worker_output_to(log_path: str, enabled: bool):
-    """While the job runs, send what worker processes write to standard error (their own log
-    lines and tracebacks: they inherit the descriptor) to the log file; yields the console's
-    standard error for this process's own lines (None: unchanged)."""
-    if not enabled:
-        yield None
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    console = os.fdopen(os.dup(saved), "w", buffering=1)
-    try:
-        os.dup2(log, 2)
-        yield console
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        for fd in (saved, log):
-            os.close(fd)
-        console.close()
-
-
-class _ProgressLine:
-    """The reporter's line: rows read and written so far, the pass's rate, the time. Train mode
-    reads the input twice: first the feature-list columns, then everything."""
-
-    def __init__(self):
-        self._writing_since: tuple[float, int] | None = None  # (elapsed, rows read) then
-
-    def __call__(self, totals: dict[str, int], elapsed: float) -> str:
-        read, written = totals.get(metrics.ROWS_READ, 0), totals.get(metrics.EXAMPLES_WRITTEN, 0)
-        written = min(written, read)  # the counters' files are written at different moments
-        counted = totals.get(metrics.ROWS_COUNTED, 0)
-        clock = datetime.timedelta(seconds=round(elapsed))
-        if not read:
-            rate = format_rate(counted, elapsed)
-            return f"progress: counting feature-list entries: {counted:,} rows read ({rate}), {clock} elapsed"
-        if not counted:  # one pass
-            rate = format_rate(read, elapsed)
-        else:  # the second pass: its rate since the first line that saw it
-            if self._writing_since is None:
-                self._writing_since = (elapsed, read)
-            since, rows_then = self._writing_since
-            # the first line of the second pass: the rate of the whole job so far
-            rate = (
-                format_rate(read - rows_then, elapsed - since)
-                if elapsed > since
-                else format_rate(read, elapsed)
-            )
-        return f"progress: {read:,} rows read, {written:,} written ({rate}), {clock} elapsed"
 
 
 def _runner_name(options: PipelineOptions) -> str:

@@ -741,7 +741,7 @@ def test_a_damaged_feature_list_is_refused_by_validation_runs_and_serving(tmp_pa
     )
     assert (code, err) == (2, f"error: {reason}\n")
     assert sorted(p.name for p in out.iterdir()) == before and not (out / "validationData").exists()
-    with pytest.raises(ServingError, match=re.escape(f"error: {reason}")):
+    with pytest.raises(ServingError, match=f"^{re.escape(reason)}$"):
         Preprocessor.from_output(str(out))
 
 

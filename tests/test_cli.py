@@ -420,9 +420,9 @@ def test_version_and_hints_that_name_the_command_as_run(capsys, monkeypatch):
 
 def test_progress_lines_never_show_more_written_than_read_nor_a_missing_rate():
     from beam_tensorize import metrics
-    from pipelines.tensorize import _ProgressLine
+    from pipelines.console import ProgressLine
 
-    line = _ProgressLine()
+    line = ProgressLine()
     assert line({metrics.ROWS_COUNTED: 1000}, 2.0) == (
         "progress: counting feature-list entries: 1,000 rows read (500 rows/s), 0:00:02 elapsed"
     )

@@ -328,7 +328,7 @@ def test_a_validation_run_compares_entries_and_hashed_ids_with_train_side_by_sid
 def test_the_summary_names_at_most_ten_drifting_tensors(tmp_path):
     from types import SimpleNamespace
 
-    from pipelines.tensorize import _drift
+    from pipelines.console import drift_line
 
     tensors = [{"name": f"t{i:02d}", "distance": 0.5 + i / 100, "flagged": True} for i in range(12)]
     tensors.append({"name": "calm", "distance": 0.05, "flagged": False})
@@ -337,8 +337,8 @@ def test_the_summary_names_at_most_ten_drifting_tensors(tmp_path):
         json.dumps({"drift": {"threshold": 0.5, "flagged": [], "tensors": tensors}})
     )
     spec = SimpleNamespace(output=str(tmp_path), split="testData", report="json")
-    assert _drift(spec) == (
+    assert drift_line(spec) == (
         "t11 0.61, t10 0.60, t09 0.59, t08 0.58, t07 0.57, t06 0.56, t05 0.55, t04 0.54, t03 0.53, "
         "t02 0.52 and 2 more (past 0.5; see report/testData.json)"
     )
-    assert _drift(SimpleNamespace(output=str(tmp_path / "none"), split="testData", report="html")) == ""
+    assert drift_line(SimpleNamespace(output=str(tmp_path / "none"), split="testData", report="html")) == ""
