@@ -1,4 +1,4 @@
-"""beam_tensorize: Avro, Parquet, ORC or TFRecord -> tf.train.Example TFRecords (or Parquet) + metadata.
+"""beam_tensorize: Avro, Parquet, ORC or TFRecord -> tf.train.Example TFRecords (or Parquet, Avro) + metadata.
 
 Composable Apache Beam transforms over Arrow record batches, driven by one
 Avro2TF-compatible config:

@@ -106,7 +106,8 @@ class Preprocessor:
             labels: also compute the labels (False for serving requests, which have none).
 
         Raises:
-            ServingError: the folder has no metadata, or a feature list it names is missing.
+            ServingError: the folder has no metadata, the metadata has no `config` entry, or a
+                feature list it names is missing or not the one it records.
         """
         recover(output_dir)  # a commit a killed run left: finished first (its new output is complete)
         metadata = json.loads(_read_text(output_dir, METADATA_FILE, "metadata"))

@@ -14,11 +14,11 @@ each sample, and their CPU time. Paths:
 * **spark-2-plain**: the same with `SparkSession.builder.master("local[2]").getOrCreate()`.
 
 All runs use the bundled config (hashing, feature lists, NTV sparse) in train mode and write the
-same output: the CLI runs with `--report none`, as Spark writes no run report (its cost is
-`bench_report.py`'s subject). The inputs
+same output: the CLI runs with `--report none`, as the Spark driver's `tensorize_spark` call
+writes no run report (its default; the report's cost is `bench_report.py`'s subject). The inputs
 are MovieLens-like Avro files (`bench_tensorize.generate_movielens_avro`, 1M rows each, seeds
 0..3), generated once and cached in `--workdir`: the 1M input is the first file, the 4M input
-all four. Then it prints a table and the ratios of DESIGN §9:
+all four. Then it prints a table and these ratios:
 
 * memory: peak RSS at 4M / at 1M (target <= 1.2) for every path;
 * workers: beam-mp2 rows/s / beam-mp1 rows/s (target >= 1.6), and beam-mp2 / beam-1;

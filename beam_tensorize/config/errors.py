@@ -7,10 +7,10 @@ __all__ = ["ConfigError", "TensorizeError"]
 
 
 class TensorizeError(Exception):
-    """The base of every error beam_tensorize raises for a bad input, setting or output
-    (`except beam_tensorize.TensorizeError` catches them all); each also derives from the
-    built-in type it always was (`ValueError`, `RuntimeError`), so existing handlers keep
-    working."""
+    """The base of the library's own error types (`ConfigError`, `ServingError`, `RecordError`,
+    `CommitConflict`, ...); each also derives from the built-in type it always was
+    (`ValueError`, `RuntimeError`), so existing handlers keep working. Settings checks and a
+    few others still raise the built-in types themselves."""
 
 
 class ConfigError(TensorizeError, ValueError):

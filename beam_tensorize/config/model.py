@@ -1,9 +1,9 @@
 """The config model: frozen, hashable, picklable dataclasses.
 
-These classes mirror LinkedIn Avro2TF's tensor config (see DESIGN.md §3). They are built by
-:func:`beam_tensorize.config.parse_config`, which validates a JSON / YAML / HOCON document and
-reports problems with their JSON path; the light checks in ``__post_init__`` only protect code that
-builds the model by hand.
+These classes mirror LinkedIn Avro2TF's tensor config (see README.md, "The config"). They are
+built by :func:`beam_tensorize.config.parse_config`, which validates a JSON / YAML / HOCON
+document and reports problems with their JSON path; the light checks in ``__post_init__`` only
+protect code that builds the model by hand.
 
 Example::
 

@@ -1,5 +1,5 @@
 """`WriteShardedFiles`: record batches -> sharded (optionally Hive-partitioned) files, committed
-atomically; the machinery of `WriteTFRecord` and `WriteParquet`."""
+atomically; the machinery of `WriteTFRecord`, `WriteParquet` and `WriteAvro`."""
 
 from __future__ import annotations
 

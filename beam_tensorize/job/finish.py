@@ -1,7 +1,7 @@
 """The finishing steps of a tensorize job, in the order both runtimes run them: dead letters and
-the bad-record check, then one commit (`commit_split`) of the data, the split's metadata entry,
-the feature lists, the dead letters and the `_SUCCESS` markers; plus the checks of settings
-they share.
+the bad-record check, then one commit (`commit_split`) of the data, the split's metadata entry
+(and `metadata/schema.pbtxt`), the feature lists, the staged run report, the dead letters and
+the `_SUCCESS` markers; plus the checks of settings they share.
 
 The Beam `Tensorize` runs them as `beam.Map` steps, `tensorize_spark` on its driver, so both
 give the same files.
@@ -51,7 +51,7 @@ __all__ = [
     "MetadataInputs",
 ]
 
-#: Execution mode -> folder the records go to.
+#: The execution modes (`SPLIT_FOLDERS` gives the folder each one's records go to).
 EXECUTION_MODES = tuple(SPLIT_FOLDERS)
 DEAD_LETTER_FOLDER = "deadLetters"
 DEAD_LETTER_FILE = "part-00000-of-00001.jsonl"
@@ -257,7 +257,8 @@ def commit_split(
     spec: TensorizeSpec, run: str, pending: PendingFiles | None, counts: dict | None, inputs: MetadataInputs
 ) -> dict:
     """Commit a run's split into its output in one `Transaction`: the data files, the metadata
-    and feature lists, the dead letters, the report staged by `write_report(target=...)`, and
+    (`tensor_metadata.json`, and `schema.pbtxt` for TFRecord output) and feature lists, the dead
+    letters, the report staged by `write_report(target=...)` with its `<split>.stats.pb`, and
     the `_SUCCESS` markers of the split and the output, all decided under the output's lock
     against what the output holds then (two runs appending at once are both listed).
 

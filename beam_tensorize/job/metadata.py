@@ -1,4 +1,5 @@
-"""The metadata document of an output folder (`metadata/tensor_metadata.json`): read and write."""
+"""The metadata document of an output folder (`metadata/tensor_metadata.json`, and beside it
+the TensorFlow Metadata schema `metadata/schema.pbtxt`): read and write."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def write_metadata(
     txn: Transaction | None = None,
     string_domains: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """Write the metadata document (and, if asked, the feature lists) now; returns its path.
+    """Write the metadata document with its `schema.pbtxt` (see `stage_metadata_files`) and, if
+    asked, the feature lists, now or as part of `txn`; returns the document's path.
 
     What `EmitMetadata` does when the job runs: entries of other splits in an existing
     document are kept; the files take their places in one atomic commit.
@@ -68,7 +70,7 @@ def write_metadata(
         splits: `{split folder: {"files": [...], "numRecords": n, ...}}` of the committed data.
         config: the parsed config.
         output_dir: the output folder.
-        compression: "none" or "gzip", as written.
+        compression: the data files' compression, as written ("none", "gzip", ...).
         write_lists: also write `featureList/<tensor>` (train mode).
         lists: the feature lists used, by tensor name.
         extra: how the extra input columns were stored.

@@ -1,4 +1,5 @@
-"""The run report's files: `<output>/report/<split>.json` and `<output>/report/<split>.html`.
+"""The run report's files: `<output>/report/<split>.json`, `<output>/report/<split>.html` and
+`<output>/report/<split>.stats.pb` (`stage_statistics_proto`).
 
 `write_report` runs before the commit: it completes the statistics document (split, execution
 mode, drift against the train report of the same output, timings), then writes the page and

@@ -62,16 +62,17 @@ class TensorizeSpec:
     Attributes:
         config: the parsed config (a path is loaded).
         output: the output folder (local, gs://, s3://, ...).
-        inputs: input files or globs (readers only; `Tensorize` gets batches).
+        inputs: input files or globs, read by `Tensorize` applied to the pipeline and by
+            `tensorize_spark` (a `Tensorize` applied to record batches needs none).
         input_format: "auto", "avro", "parquet", "orc" or "tfrecord".
         execution_mode: "train" (or Avro2TF's "training"), "validation" or "test".
-        output_format: "tfrecord" or "parquet".
+        output_format: "tfrecord", "parquet" or "avro".
         num_shards: data files per folder, written through a shuffle; None (default): one
             file per input split (and per `max_records_per_file`), written with no shuffle.
         max_records_per_file: with `num_shards` None, start another file after this many
             records (None: no limit).
         compression: the data files' compression (None: the format's default, "none" for
-            TFRecord, "snappy" for Parquet).
+            TFRecord, "snappy" for Parquet and Avro).
         save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore".
         max_bad_records_ratio: fail, committing nothing, past this share of bad rows.
         shared_feature_lists: groups of tensors sharing one feature list.
@@ -102,9 +103,10 @@ class TensorizeSpec:
         dedup_block_size, dedup_user_cols: Parquet output written in blocks of this many rows
             with each group's `[key, value, ...]` columns stored once per distinct key
             (HybridBackend's deduplication; `Dataset.from_output` restores the rows).
-        report: the run report written to `<output>/report/<split>.json|html` (see
-            docs/report.md): "none" (the default here; the CLI's default is "html"), "json" or
-            "html" (the JSON and the page). `tensorize_spark` writes none.
+        report: the run report written to `<output>/report/<split>.json|html`, with
+            `<split>.stats.pb` beside it (see docs/report.md): "none" (the default here; the
+            CLI's default is "html"), "json" or "html" (the JSON and the page). `Tensorize` and
+            `tensorize_spark` write the same report.
         drift_threshold: a validation / test run's report flags the tensors whose distance to
             the train report of the same output exceeds this (0..1).
         batch_rows: rows per batch read.

@@ -60,7 +60,7 @@ class EncodedBatch(NamedTuple):
 
     Attributes:
         examples: the good rows: a binary column `serialized` (their Examples; for Parquet
-            output, the tensor columns instead) and the kept
+            and Avro output, the tensor columns instead) and the kept
             columns, in row order, with the input batch's schema metadata (its source tag)
             and, when some rows are off their fixed shape, `OFF_SHAPE_KEY`.
         dead_letters: one dict `{"source", "reason", "tensors"}` per bad row.
@@ -110,9 +110,9 @@ def encode_with_dead_letters(
     output_format: str = "tfrecord",
     check_shapes: bool = False,
 ) -> EncodedBatch:
-    """Serialize the rows of a tensor batch as `tf.train.Example`s (or, for Parquet output, as
-    tensor columns: `beam_tensorize.kernels.parquet_output.tensor_columns`); bad rows become
-    dead letters.
+    """Serialize the rows of a tensor batch as `tf.train.Example`s (or, for Parquet and Avro
+    output, as tensor columns: `beam_tensorize.kernels.parquet_output.tensor_columns`); bad rows
+    become dead letters.
 
     Columns without a layout (extra columns kept from the input) are stored by their Arrow
     type (see `layout_for_column`). `keep_columns` are left out of the Examples and passed
@@ -122,8 +122,8 @@ def encode_with_dead_letters(
         batch: one column per tensor (and extra column), as the feature steps produce.
         layouts: how each tensor is stored.
         keep_columns: columns to pass through instead of encoding.
-        output_format: "tfrecord" (a `serialized` column of Examples) or "parquet" (a column
-            per tensor, two per sparse tensor).
+        output_format: "tfrecord" (a `serialized` column of Examples), "parquet" (a column
+            per tensor, two per sparse tensor) or "avro" (a column per tensor).
         check_shapes: a row whose outer dimension differs from its tensor's fixed shape is a
             dead letter; by default it is kept as it is (Avro2TF's rule) and counted
             (`off_shape_of`).

@@ -232,7 +232,7 @@ def build_metadata(
         feature_lists: the feature lists used, by tensor name.
         list_paths: where each feature list is, relative to the output folder.
         record_type: the TFRecord payload type.
-        compression: "none" or "gzip".
+        compression: the data files' compression ("none", "gzip", "snappy", ...).
         extra_columns: how the input columns kept as they are were stored.
         maxima: the largest value of each of the `integer_tensor_names` in the train data
             (their `numUniqueValues`).

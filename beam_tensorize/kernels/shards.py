@@ -192,8 +192,8 @@ def write_shard(raw: BinaryIO, chunks: Iterable[Chunk], compression: str) -> int
 
 
 def write_file(raw: BinaryIO, chunks: Iterable[Chunk], file_format: str, compression: str) -> int:
-    """Write one shard file's chunks (in file order): TFRecord (`write_shard`) or Parquet
-    (`write_parquet_shard`). Returns the number of records written."""
+    """Write one shard file's chunks (in file order): TFRecord (`write_shard`), Parquet
+    (`write_parquet_shard`) or Avro (`AvroFileWriter`). Returns the number of records written."""
     if file_format == "parquet":
         return write_parquet_shard(raw, chunks, compression)
     if file_format == "avro":

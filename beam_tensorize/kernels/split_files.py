@@ -69,7 +69,8 @@ def batch_file_key(batch: pa.RecordBatch) -> str:
 
 
 class RecordFileWriter:
-    """One output file being written: TFRecord records (compressed as asked) or Parquet rows."""
+    """One output file being written: TFRecord records (compressed as asked), or Parquet or
+    Avro rows."""
 
     def __init__(self, raw: BinaryIO, file_format: str, compression: str):
         self._stack = contextlib.ExitStack()
@@ -115,11 +116,12 @@ class SplitFiles:
 
     Args:
         temp_dir: the folder the files are written into (then committed elsewhere).
-        file_format: "tfrecord" or "parquet".
+        file_format: "tfrecord", "parquet" or "avro".
         compression: the file format's compression.
         open_file: path -> a new binary file to write (closed through its `close`).
         partition_by: columns that name `<col>=<value>/` folders (left out of the records).
-        record_type: how rows become TFRecord records (`serialize_records`); Parquet writes rows.
+        record_type: how rows become TFRecord records (`serialize_records`); Parquet and Avro
+            write rows.
         record_column: the binary column for record type "ByteArray".
         max_records_per_file: start another file of the same split after this many records.
     """

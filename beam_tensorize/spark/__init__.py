@@ -1,4 +1,4 @@
-"""beam_tensorize on PySpark: the same kernels through `mapInArrow`, the same output.
+"""beam_tensorize on PySpark: the same kernels in Spark tasks, the same output.
 
 Needs the `spark` extra (`pip install -e '.[spark]'`); nothing outside this package imports
 PySpark, so `import beam_tensorize` works without it.

@@ -1,14 +1,15 @@
 """`tensorize_spark`: the whole tensorize job on PySpark, with the Beam job's output.
 
-The job runs the kernels the Beam transforms run, through `DataFrame.mapInArrow`, on the
-record batches the table data source gives (the Beam reader's batches, see
-`beam_tensorize.spark.table_source`):
+The job runs the kernels the Beam transforms run on the Beam reader's record batches: each
+Spark task reads its input splits itself (`beam_tensorize.job.reading`), or, with
+`num_shards`, `DataFrame.mapInArrow` runs them on the batches the table data source gives
+(`beam_tensorize.spark.table_source`):
 
 1. train mode: read only the columns feature lists are made of, extract those tensors and
-   count each batch's entries (`partial_counts`); Spark sums the counts per entry and keeps
-   the top `vocabSizeCap` of each list; the driver orders the lists (`build_feature_list`).
-   Validation / test mode loads the lists of an earlier train run instead; external lists
-   override both.
+   count each batch's entries (`partial_counts`); Spark sums the counts per entry, then each
+   list's entries meet on one executor, where `build_feature_list` orders the list and cuts
+   it to its `vocabSizeCap`. Validation / test mode loads the lists of an earlier train run
+   instead; external lists override both.
 2. read everything, extract, hash, look up the lists (broadcast), encode Examples (bad rows
    become dead letters); each task writes the records of its input split into files of its
    own under `<split>/_temporary/<id>/` (`SplitFiles`, as the Beam sink does): no shuffle.
@@ -16,8 +17,8 @@ record batches the table data source gives (the Beam reader's batches, see
    (`shard_chunks`), Spark shuffles them by (folder, shard) and sorts them in the Beam sink's
    file order, and one task writes each file.
 3. the driver finishes with the Beam job's own steps: dead letters and the bad-record check,
-   the commit (save modes; split files named in split order), metadata and feature lists,
-   `_SUCCESS` last.
+   the run report (staged), then one commit (save modes; split files named in split order) of
+   the data, metadata, feature lists, report and dead letters, `_SUCCESS` last.
 
 Train mode reads the input twice (counting, then encoding), as a Spark ML estimator's fit
 and transform do; neither pass holds the input in memory.
@@ -183,10 +184,11 @@ def tensorize_spark(
     `execution_mode`; `output_format` too), plus the reader's `input_format`, `batch_rows` and
     `split_bytes` of `ReadTable`, and are
     checked by the same code. For the same input and arguments the output is the Beam job's,
-    byte for byte: TFRecord files (each record in the same file, in the same order),
-    `metadata/tensor_metadata.json`, `featureList/<tensor>`, `metadata/featureListCounts/`,
-    `deadLetters/<split>/`, the run report `report/<split>.json|html` when asked for (the
-    same statistics, `timings` aside) and `_SUCCESS`, written last. Files are written into
+    byte for byte: the data files (each record in the same file, in the same order),
+    `metadata/tensor_metadata.json` (and `metadata/schema.pbtxt` for TFRecord output),
+    `featureList/<tensor>`, `metadata/featureListCounts/`, `deadLetters/<split>/`, the run
+    report `report/<split>.json|html` and `<split>.stats.pb` when asked for (the same
+    statistics, `timings` aside) and `_SUCCESS`, written last. Files are written into
     `<split>/_temporary/` and moved into place only when everything else succeeded, so a
     failed run leaves the earlier output as it was.
 
@@ -200,7 +202,7 @@ def tensorize_spark(
         num_shards: None (default): each task writes the files of its input split, with no
             shuffle; N: exactly N files per folder, through a shuffle.
         compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy" (default),
-            "gzip", "zstd" or "none".
+            "gzip", "zstd" or "none"; Avro: "snappy" (default), "deflate", "zstd" or "none".
         save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore" (see
             `Tensorize`; with "ignore" and data in the split folder nothing runs or is written).
         max_bad_records_ratio: fail, committing nothing, when more than this share of the
@@ -210,7 +212,8 @@ def tensorize_spark(
         filter_zeros: drop zero values from name-term-value sparse vectors.
         extra_columns: input columns written as they are beside the tensors.
         partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
-        output_format: "tfrecord" or "parquet" (the tensors as columns).
+        output_format: "tfrecord", "parquet" (the tensors as columns) or "avro" (the tensors
+            as record fields).
         input_format: "auto" (told from each file's first bytes), "avro", "parquet", "orc" or
             "tfrecord".
         batch_rows: rows per Arrow batch read from the input.
@@ -224,7 +227,8 @@ def tensorize_spark(
         shuffle, shuffle_seed: write each batch's records in a seeded pseudo-random order.
         report: the run report (docs/report.md): "none" (the default, as `Tensorize`'s),
             "json" or "html". Each task gathers its split's statistics as it encodes it; the
-            driver merges them and writes the report after the metadata.
+            driver merges them and stages the report, which the commit moves into place with
+            the data and the metadata.
         drift_threshold: a validation / test run's report flags the tensors whose distance to
             the train report of the same output exceeds this.
         check_shapes: rows off their tensor's fixed shape are bad records (by default they are

@@ -75,10 +75,11 @@ class TFRecordDataSource(DataSource):
     column), `compression` (`none`, `gzip`, `zlib`) or Spark-TFRecord's `codec` (Hadoop codec
     class names `org.apache.hadoop.io.compress.GzipCodec` / `DefaultCodec` / `DeflateCodec`, or
     `gzip`, `deflate`, `none`; other codecs are refused: TensorFlow reads only GZIP and ZLIB
-    files), `partition_by` (comma-separated columns,
-    outermost first: Spark does not pass `partitionBy(...)` to Python data sources),
-    `saveMode`. Spark lets Python data sources be written only in its `append` and
-    `overwrite` modes, which select the save mode of the same name; `saveMode` (any of
+    files), `partition_by` (comma-separated columns, outermost first; `.partitionBy(...)`
+    sets it), `saveMode`. Spark's modes select the save mode of the same name, its default
+    `errorifexists` included: Spark itself hands a Python data source only `append` and
+    `overwrite`, and no `partitionBy` columns, so `register_data_sources` wraps PySpark's
+    `DataFrameWriter` to pass them as these two options (`writer_habits`); `saveMode` (any of
     `WriteTFRecord`'s: `error`, `overwrite`, `overwrite_partitions`, `append`, `ignore`)
     takes precedence. An option the source does not know is an error, not silently ignored.
 

@@ -30,9 +30,10 @@ __all__ = ["CommitOutput"]
 class CommitOutput(beam.PTransform):
     """Commit what a job wrote into `spec.output`, in one transaction: the data files a sink left
     uncommitted (`WriteTFRecord(...).without_commit()`, also `WriteParquet` / `WriteAvro`), the
-    metadata with its feature lists, the dead letters and the `_SUCCESS` markers (see
-    docs/architecture.md, "The commit protocol"). `Tensorize` ends with it; a job composed of
-    the separate transforms ends with it too and gets the same files.
+    metadata with its feature lists, the run report staged before it (`after`), the dead
+    letters and the `_SUCCESS` markers (see docs/architecture.md, "The commit protocol").
+    `Tensorize` ends with it; a job composed of the separate transforms ends with it too and
+    gets the same files.
 
     Input: the sink's PCollection of one `PendingFiles`. Output: a PCollection of one summary
     dict (`output`, `split`, `files`, `numRecords`, `badRecords`, `metadata`).

@@ -36,8 +36,10 @@ class EncodeExamples(beam.PTransform):
         tensors: optional subset of `config.tensors` (must match the input columns).
         keep_columns: columns passed through as they are beside `serialized` and left out of
             the Examples (e.g. the partition columns of `WriteTFRecord(partition_by=...)`).
-        output_format: "tfrecord" (Examples) or "parquet" (the same tensors as columns, see
-            `beam_tensorize.kernels.parquet_output`; bad rows are the same).
+        output_format: "tfrecord" (Examples), "parquet" (the same tensors as columns, see
+            `beam_tensorize.kernels.parquet_output`) or "avro" (those columns, a sparse tensor
+            as one `{indices, values}` column, see `beam_tensorize.kernels.avro_output`); bad
+            rows are the same.
         check_shapes: a row whose outer dimension differs from its tensor's fixed shape is a
             bad row. By default it is written as it is, as Avro2TF does, and counted in the
             batch's schema metadata (`beam_tensorize.kernels.dead_letters.off_shape_of`;
@@ -45,7 +47,7 @@ class EncodeExamples(beam.PTransform):
 
     Returns (from `expand`):
         A `DoOutputsTuple`: `.examples` — batches with a binary column `serialized` (for
-        Parquet, the tensor columns) plus the kept columns, keeping the source tags;
+        Parquet and Avro, the tensor columns) plus the kept columns, keeping the source tags;
         `.dead_letters` — dicts `{"source", "reason", "tensors"}`.
 
     Example:

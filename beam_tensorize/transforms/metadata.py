@@ -1,4 +1,5 @@
-"""`EmitMetadata`: write `metadata/tensor_metadata.json` once the data is committed."""
+"""`EmitMetadata`: write `metadata/tensor_metadata.json` (and, for TFRecord output,
+`metadata/schema.pbtxt`) once the data is committed."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class EmitMetadata(beam.PTransform):
     Args:
         config: the parsed config.
         output_dir: the output folder.
-        compression: "none" or "gzip", as written.
+        compression: the data files' compression, as written ("none", "gzip", ...).
         feature_lists: optional PCollection of one dict `{tensor name: FeatureList}` used by
             the data; recorded in the metadata.
         write_feature_lists: also write them to `featureList/<tensor>` (train mode); a bool,

@@ -54,11 +54,11 @@ class PrepRankingData(beam.PTransform):
       files (Avro2TF's output; hidden `_` / `.` files are skipped), `metadata` Avro2TF's
       tensor_metadata.json (`read_avro2tf_metadata`): its tensors are the Avro columns.
     * `metadata_dir` None: `<output_dir>/<split>/part-*` and `<output_dir>/metadata/`
-      (`tensor_metadata.json`, `content_feature_list`), committed together with `_SUCCESS`
-      last (`beam_tensorize.job.transaction`).
+      (`tensor_metadata.json`, `content_feature_list`, and `schema.pbtxt` for Example
+      records), committed together with `_SUCCESS` last (`beam_tensorize.job.transaction`).
     * `metadata_dir` a folder (Avro2TF's `--output-data-path` / `--output-metadata-path`):
       the data files and their `_SUCCESS` go into `output_dir` itself, then, for the
-      `trainingData` split only (Avro2TF's rule), the two metadata files into `metadata_dir`;
+      `trainingData` split only (Avro2TF's rule), the metadata files into `metadata_dir`;
       each folder changes in one commit, the data first.
 
     Args:

@@ -53,7 +53,8 @@ class TensorizeOutputs(NamedTuple):
 
     Attributes:
         result: one dict once everything is committed: `output`, `split`, `files`,
-            `numRecords`, `badRecords`, `metadata`.
+            `numRecords`, `badRecords`, `metadata` (and `offShape` when rows were kept off
+            their fixed shape).
         dead_letters: one dict per bad record: records that did not convert (`source`,
             `reason`, `tensors`) and input records that did not decode (`source`, `offset`,
             `record`, `reason`, `data`).
@@ -64,18 +65,20 @@ class TensorizeOutputs(NamedTuple):
 
 
 class Tensorize(beam.PTransform):
-    """Turn input record batches into the output layout of DESIGN §4.
+    """Turn input record batches into the output layout of the README ("Output layout").
 
-    `<output_dir>/trainingData|validationData|testData/part-*-of-*.tfrecord[.gz]` (or
-    `part-*-of-*.parquet` with `output_format="parquet"`),
-    `<output_dir>/metadata/tensor_metadata.json`, bad records as JSON lines in
-    `<output_dir>/deadLetters/<split>/`, feature lists in `<output_dir>/featureList/` (train
-    mode), and `<output_dir>/_SUCCESS` written last. Nothing is moved into place if more than
-    `max_bad_records_ratio` of the rows are bad.
+    `<output_dir>/trainingData|validationData|testData/part-*-of-*.tfrecord[.gz|.zlib]` (or
+    `part-*-of-*.parquet` / `.avro` with `output_format="parquet"` / `"avro"`),
+    `<output_dir>/metadata/tensor_metadata.json` (and `metadata/schema.pbtxt` for TFRecord
+    output), bad records as JSON lines in `<output_dir>/deadLetters/<split>/`, feature lists
+    in `<output_dir>/featureList/` (train mode), the run report in `<output_dir>/report/` when
+    asked for, and `<output_dir>/_SUCCESS` written last, all in one commit. Nothing is moved
+    into place if more than `max_bad_records_ratio` of the rows are bad.
 
     Steps: ExtractFeatures (incl. tokenization) -> HashFeatures -> BuildFeatureLists (train) or
     LoadFeatureLists (validation / test: from `<output_dir>/featureList/` of an earlier train
-    run) -> ApplyFeatureLists -> EncodeExamples -> WriteTFRecord -> EmitMetadata.
+    run) -> ApplyFeatureLists -> EncodeExamples -> WriteTFRecord (or WriteParquet /
+    WriteAvro) -> CommitOutput.
 
     Apply it to the pipeline with the spec's `inputs` (`p | Tensorize(config, out,
     inputs=["data/*.avro"])`) and it reads them itself, in bounded memory: train mode reads the
@@ -99,7 +102,8 @@ class Tensorize(beam.PTransform):
             (see `WriteTFRecord`); N: exactly N files (per partition when partitioned).
         max_records_per_file: with `num_shards` None, start another file after this many.
         compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy"
-            (default), "gzip", "zstd" or "none".
+            (default), "gzip", "zstd" or "none"; Avro: "snappy" (default), "deflate", "zstd"
+            or "none".
         save_mode: what to do when the split folder already holds files (see `WriteTFRecord`):
             "error", "overwrite", "overwrite_partitions", "append" or "ignore" (then the job
             writes nothing at all: no records, dead letters, metadata or feature lists).
@@ -119,12 +123,14 @@ class Tensorize(beam.PTransform):
             vectors (Avro2TF's --discard-unknown-entries; scalars keep the unknown id).
         extra_columns: input columns written as they are beside the tensors (stored by their
             Arrow type, see `beam_tensorize.kernels.features.conversion.layout_for_column`).
-        output_format: "tfrecord" (`tf.train.Example`s) or "parquet" (the same tensors as
-            columns, see `beam_tensorize.kernels.parquet_output`); the metadata records it.
-        report, drift_threshold: the run report, `<output_dir>/report/<split>.json|html`
-            ("none" by default here; see docs/report.md): statistics of the extracted batches
-            (`beam_tensorize.report.ComputeStatistics`), written after the metadata and before
-            `_SUCCESS`, with the drift against the train report of the same output.
+        output_format: "tfrecord" (`tf.train.Example`s), "parquet" (the same tensors as
+            columns, see `beam_tensorize.kernels.parquet_output`) or "avro" (the tensors as
+            record fields, see `beam_tensorize.kernels.avro_output`); the metadata records it.
+        report, drift_threshold: the run report, `<output_dir>/report/<split>.json|html` and
+            `<split>.stats.pb` ("none" by default here; see docs/report.md): statistics of the
+            extracted batches (`beam_tensorize.report.ComputeStatistics`), staged before the
+            commit, which moves them into place with the data, the metadata and `_SUCCESS`,
+            with the drift against the train report of the same output.
 
     Example:
         >>> import apache_beam as beam

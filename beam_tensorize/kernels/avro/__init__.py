@@ -60,7 +60,7 @@ invalid logical types fall back to the underlying type. A record field's
 
 Native fast path: when the optional C extension is built (``setup.py`` builds
 it where a compiler is available) and the schema uses only what it supports
-(everything above but decimals, see :mod:`beam_tensorize.kernels.avro_native`),
+(everything above but decimals, see :mod:`beam_tensorize.kernels.avro.native`),
 blocks are decoded straight into Arrow buffers, with results identical to the
 fastavro path and many times faster. Setting the environment variable
 ``BEAM_TENSORIZE_AVRO_DECODER=fastavro`` forces the fastavro path (read at
