@@ -86,6 +86,11 @@ def test_the_stats_pb_holds_the_report_s_figures_for_every_stored_feature(sample
         comedy = f.read().splitlines().index("Comedy")
     ids = features["genreIds"].string_stats
     assert (ids.top_values[0].value, ids.top_values[0].frequency, ids.unique) == (str(comedy), 123, 19)
+    # without the lists, the ids are not guessed: their counts only
+    from beam_tensorize.kernels.report.tfdv_statistics import statistics_list
+
+    unlisted = _by_name(statistics_list(report, metadata))["genreIds"].string_stats
+    assert (len(unlisted.top_values), unlisted.common_stats.tot_num_values) == (0, 785)
     buckets = features["movieBucket"].string_stats  # hash buckets
     assert buckets.unique == tensors["movieBucket"]["categorical"]["distinctAtLeast"] == 240
 

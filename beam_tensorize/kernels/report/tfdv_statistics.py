@@ -219,7 +219,11 @@ def _tensor_features(
         feature.num_stats.CopyFrom(sp.NumericStatistics(common_stats=common))  # a vector of all ids
         return [feature]
     if keys[key] == "string" or (categorical_ids and keys[key] == "int64"):
-        found = _counts(tensor, _ids_of(entry, lists) if entry.get("featureList") else None)
+        ids = _ids_of(entry, lists) if entry.get("featureList") else None
+        if entry.get("featureList") and ids is None:  # the entries' ids unknown: counts only
+            feature.string_stats.CopyFrom(sp.StringStatistics(common_stats=common))
+            return [feature]
+        found = _counts(tensor, ids)
         if found is not None:
             pairs, exact = found
             categorical = tensor["categorical"]
