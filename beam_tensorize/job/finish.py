@@ -20,7 +20,7 @@ from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, PendingFiles, c
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, read_feature_lists
 from beam_tensorize.job.files import list_files, read_text, write_text_atomically
 from beam_tensorize.job.metadata import write_metadata
-from beam_tensorize.job.report import schema_string_domains, stage_statistics_proto
+from beam_tensorize.job.report import schema_string_domains, stage_statistics_proto, staged_report
 from beam_tensorize.job.transaction import CommitConflict, Transaction
 from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
@@ -293,13 +293,14 @@ def commit_split(
         splits = describe_split(committed, split, counts, spec.folder_columns, spec.output_format, previous)
         if spec.dedup_block_size:
             splits = describe_blocks(splits, split, counts, spec.dedup_block_size, spec.dedup_user_cols)
+        report = staged_report(txn, out, split)  # (read once: the schema's domains, the stats.pb)
         metadata = write_metadata(
             splits, spec.config, out, spec.compression, inputs.write_lists and previous is None, inputs.lists,
             inputs.extra, inputs.maxima, add_to_recorded=spec.save_mode == "append",
             discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
-            string_domains=schema_string_domains(txn, out, split, spec.save_mode == "append"),
+            string_domains=schema_string_domains(out, split, report, spec.save_mode == "append"),
         )  # fmt: skip
-        stage_statistics_proto(txn, out, split, inputs.lists)  # beside a staged report
+        stage_statistics_proto(txn, out, split, report, inputs.lists)  # beside a staged report
         commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split), txn)
         for folder in (posixpath.join(out, split), out):  # the split's too, as Avro2TF writes it
             txn.mark(posixpath.join(folder, SUCCESS_FILE))

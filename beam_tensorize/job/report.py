@@ -62,6 +62,7 @@ __all__ = [
     "report_paths",
     "schema_string_domains",
     "stage_statistics_proto",
+    "staged_report",
     "start_page_renderer",
     "stats_path",
     "write_report",
@@ -243,31 +244,38 @@ def write_report(
     return written
 
 
-def stage_statistics_proto(txn, out: str, split: str, lists: Mapping | None) -> str | None:
-    """Beside the split's report staged in `txn` (a `beam_tensorize.job.transaction.Transaction`),
-    stage the same statistics as TFDV's `DatasetFeatureStatisticsList`
-    (`report/<split>.stats.pb`, see `beam_tensorize.kernels.report.tfdv_statistics`), from the
-    staged report and metadata and the run's feature lists; returns its path in `out` (None: no
-    report was staged)."""
-    report = read_text(txn.staged_path(report_paths(out, split)[0]))
+def staged_report(txn, out: str, split: str) -> dict | None:
+    """The split's report `write_report(target=...)` staged in `txn` (a
+    `beam_tensorize.job.transaction.Transaction`); None when none was."""
+    text = read_text(txn.staged_path(report_paths(out, split)[0]))
+    return None if text is None else json.loads(text)
+
+
+def stage_statistics_proto(
+    txn, out: str, split: str, report: dict | None, lists: Mapping | None
+) -> str | None:
+    """Beside the split's report staged in `txn` (`staged_report`), stage the same statistics as
+    TFDV's `DatasetFeatureStatisticsList` (`report/<split>.stats.pb`, see
+    `beam_tensorize.kernels.report.tfdv_statistics`), from that report, the staged metadata and
+    the run's feature lists; returns its path in `out` (None: no report was staged)."""
     metadata = read_text(txn.staged_path(posixpath.join(out, METADATA_FILE)))
     if report is None or metadata is None:
         return None
-    proto = statistics_list(json.loads(report), json.loads(metadata), lists)
+    proto = statistics_list(report, json.loads(metadata), lists)
     path = stats_path(out, split)
     txn.write_bytes(path, proto.SerializeToString(deterministic=True))
     return path
 
 
-def schema_string_domains(txn, out: str, split: str, appending: bool) -> dict[str, list[str]]:
+def schema_string_domains(out: str, split: str, report: dict | None, appending: bool) -> dict[str, list[str]]:
     """The string domains `schema.pbtxt` gets at this commit: a train run's from its staged
-    report (an appending run's added to those recorded, while both sides had one and they stay
-    within `MAX_STRING_DOMAIN`); other splits keep the recorded ones (the train split's)."""
+    report (`staged_report`; an appending run's added to those recorded, while both sides had
+    one and they stay within `MAX_STRING_DOMAIN`); other splits keep the recorded ones (the
+    train split's)."""
     recorded = recorded_string_domains(read_text(posixpath.join(out, SCHEMA_FILE)))
     if split != TRAIN_SPLIT:
         return recorded
-    report = read_text(txn.staged_path(report_paths(out, split)[0]))
-    found = string_domains(json.loads(report)) if report is not None else {}
+    found = string_domains(report) if report is not None else {}
     if not appending:
         return found
     merged = {

@@ -27,6 +27,7 @@ from tensorflow_metadata.proto.v0 import path_pb2, schema_pb2
 __all__ = [
     "MAX_STRING_DOMAIN",
     "SCHEMA_FILE",
+    "per_dimension",
     "recorded_string_domains",
     "schema_text",
     "string_domains",
@@ -47,7 +48,7 @@ def _shape(dims: Iterable[int]) -> schema_pb2.FixedShape:
     return schema_pb2.FixedShape(dim=[schema_pb2.FixedShape.Dim(size=int(d)) for d in dims])
 
 
-def _listed(value) -> list:
+def per_dimension(value) -> list:
     """A SparseFeature's `indexKey` / `size`: one, or a list of one per dimension."""
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
@@ -61,8 +62,8 @@ def _representation(parse: Mapping) -> schema_pb2.TensorRepresentation:
         return schema_pb2.TensorRepresentation(dense_tensor=dense)
     if kind == "SparseFeature" and parse.get("size") is not None:
         sparse = schema_pb2.TensorRepresentation.SparseTensor(
-            dense_shape=_shape(_listed(parse["size"])),
-            index_column_names=_listed(parse["indexKey"]),
+            dense_shape=_shape(per_dimension(parse["size"])),
+            index_column_names=per_dimension(parse["indexKey"]),
             value_column_name=parse["valueKey"],
         )
         return schema_pb2.TensorRepresentation(sparse_tensor=sparse)
@@ -125,8 +126,8 @@ def _features(entry: Mapping) -> list[schema_pb2.Feature]:
             feature.presence.min_fraction = 1.0
             feature.presence.min_count = 1
             feature.shape.CopyFrom(_shape(parse["shape"]))
-        elif kind == "SparseFeature" and key in _listed(parse["indexKey"]) and parse.get("size"):
-            size = _listed(parse["size"])[_listed(parse["indexKey"]).index(key)]
+        elif kind == "SparseFeature" and key in per_dimension(parse["indexKey"]) and parse.get("size"):
+            size = per_dimension(parse["size"])[per_dimension(parse["indexKey"]).index(key)]
             feature.int_domain.min = 0
             feature.int_domain.max = size - 1
         elif kind == "RaggedFeature" and key == parse["valueKey"]:

@@ -42,6 +42,8 @@ from collections.abc import Mapping, Sequence
 from tensorflow_metadata.proto.v0 import path_pb2
 from tensorflow_metadata.proto.v0 import statistics_pb2 as sp
 
+from beam_tensorize.kernels.tfmd_schema import per_dimension
+
 __all__ = ["STATS_SUFFIX", "statistics_list"]
 
 #: `report/<split>` + this: the binary `DatasetFeatureStatisticsList`.
@@ -157,10 +159,6 @@ def _strings(pairs: list[tuple[str, int]], exact: bool, distinct: int, common) -
     return stats
 
 
-def _listed(value) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
 def _feature(name: str, dtype: str) -> sp.FeatureNameStatistics:
     return sp.FeatureNameStatistics(path=path_pb2.Path(step=[name]), type=_TYPES[dtype])
 
@@ -205,7 +203,7 @@ def _tensor_features(
         # index (repeated entries, a hash bucket, the unknown id) are written summed into one,
         # so the stored indices and values are not those: only the examples are counted.
         common = sp.CommonStatistics(num_non_missing=tensor["rows"])
-        keys = _listed(parse["indexKey"])
+        keys = per_dimension(parse["indexKey"])
         stored = [_feature(key, "int64") for key in keys] + [_feature(parse["valueKey"], "float32")]
         for feature in stored:
             feature.num_stats.CopyFrom(sp.NumericStatistics(common_stats=common))
