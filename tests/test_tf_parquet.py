@@ -415,3 +415,54 @@ def test_deduplicate_and_populate_defaults_on_batches_of_stored_blocks(tmp_path)
     assert second["user"].numpy().tolist() == [7] and second["weight"].numpy().tolist() == [0.5]
     with pytest.raises(ValueError, match=r"deduplicate: \['nope'\] are not columns of the dataset"):
         source.apply(deduplicate(["nope"], [["user"]]))
+
+
+def test_numeric_scalar_columns_reach_tensorflow_as_arrow_decoded_them():
+    """When each chunk is one batch (large batches), a chunk's numeric scalar columns are
+    handed over as the numpy views of Arrow's own buffers (TensorFlow takes 64-byte aligned
+    arrays without copying); a column of another type is cast, nulls become zeros. Smaller
+    batches are packed into one array per group."""
+    from beam_tensorize.tf._chunks import Layout
+
+    fields = [
+        DataFrame.Field("a", tf.int64, 0),
+        DataFrame.Field("b", tf.int64, 0),
+        DataFrame.Field("c", tf.float32, 0),
+    ]
+    table = pa.table({
+        "a": np.arange(1000, dtype=np.int64),
+        "b": pa.array([1, None, 3] * 10 + [4] * 970, pa.int64()),
+        "c": pa.array(np.linspace(0, 1, 1000), pa.float64()),
+    })  # fmt: skip
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    (batch,) = pq.read_table(pa.BufferReader(sink.getvalue())).to_batches()  # as Parquet decodes it
+    ((packed,),) = Layout(fields[:2], batch_size=256).encode(batch)["groups"]
+    assert packed.shape == (4, 2, 256) and packed[3, 1, 231:].tolist() == [4] + [0] * 24
+    (group,) = Layout(fields[:2], batch_size=1000, one_per_chunk=True).encode(batch)["groups"]
+    a, b = group
+    arrow_a = np.frombuffer(batch.column("a").buffers()[1], np.int64)
+    assert np.shares_memory(a, arrow_a) and a.ctypes.data % 64 == 0
+    assert b[:4].tolist() == [1, 0, 3, 1]
+    ((c,),) = Layout(fields[2:], batch_size=1024, one_per_chunk=True).encode(batch)["groups"]
+    assert c.dtype == np.float32 and c[-1] == 1.0
+
+
+def test_parquet_files_are_decoded_into_jemalloc_s_pool(tmp_path):
+    """from_parquet decodes into jemalloc's memory pool (pyarrow's ParquetFile takes no pool:
+    `_compat.parquet_file` opens its internal reader with one; this fails when that moves)."""
+    from beam_tensorize.tf import parquet
+    from beam_tensorize.tf._compat import parquet_file
+
+    path = str(tmp_path / "x.parquet")
+    table = pa.table({"x": np.arange(1 << 20, dtype=np.int64), "s": ["v"] * (1 << 20)})
+    pq.write_table(table, path)
+    pool = pa.jemalloc_memory_pool()
+    assert parquet._POOL is not None and parquet._POOL.backend_name == "jemalloc"
+    before = pool.bytes_allocated()
+    with pa.OSFile(path) as handle:
+        file = parquet_file(handle, read_dictionary=["s"], pool=pool)
+        (batch,) = file.iter_batches(batch_size=1 << 20)
+        assert pool.bytes_allocated() - before >= 8 << 20  # the int64 column, at least
+        assert pa.types.is_dictionary(batch.column("s").type)
+        assert pa.Table.from_batches([batch]).cast(table.schema).equals(table)

@@ -6,7 +6,10 @@ chunk are grouped by kind, each group travels as one array, laid out batch by ba
 a batch is one contiguous piece of it.
 
 * scalars of one dtype: a `[batches, columns, batch_size]` array (the last batch padded);
-  a batch is one slice of it, which TensorFlow takes without copying, unstacked into columns;
+  a batch is one slice of it, which TensorFlow takes without copying, unstacked into columns.
+  When each chunk is one batch (batches of `_CHUNK_ROWS` rows or more), numbers skip that
+  copy: each column goes as Arrow decoded it (its buffer, 64-byte aligned, which TensorFlow
+  also takes without copying), and no op cuts it;
 * one-level lists of one dtype: their values in one flat array, batch after batch and, inside
   a batch, column after column; and a `[batches, columns, batch_size + 1]` array of row splits
   (from 0 in each batch and column). A batch is one slice of the values split into columns
@@ -178,11 +181,13 @@ class _Group:
     `[batches, columns, batch_size]` array; 1: values batch by batch and their row splits;
     deeper: one column alone)."""
 
-    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int):
+    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int, one_per_chunk: bool = False):
         self.fields = list(fields)
         self.dtype = fields[0].dtype
         self.rank = fields[0].ragged_rank
         self.batch_size = batch_size
+        #: numbers column by column, as Arrow decoded them (each chunk is one batch)
+        self.direct = one_per_chunk and self.rank == 0 and self.dtype != tf.string
 
     def signature(self) -> tuple:
         k, size = len(self.fields), self.batch_size
@@ -190,6 +195,8 @@ class _Group:
         if self.rank == 0:
             if strings:  # the buffer; the starts and lengths of the strings
                 return (tf.TensorSpec([], tf.string), tf.TensorSpec([None, 2, k, size], tf.int64))
+            if self.direct:
+                return tuple(tf.TensorSpec([None], self.dtype) for _ in range(k))
             return (tf.TensorSpec([None, k, size], self.dtype),)
         values = (
             (tf.TensorSpec([], tf.string), tf.TensorSpec([2, None], tf.int64))
@@ -218,6 +225,8 @@ class _Group:
 
     def _scalars(self, columns: Sequence[pa.Array], batches: int) -> tuple:
         k, size = len(columns), self.batch_size
+        if self.direct:  # no copy
+            return tuple(_numbers(c).astype(self.dtype.as_numpy_dtype, copy=False) for c in columns)
         if self.dtype != tf.string:
             out = _empty((batches, k, size), self.dtype.as_numpy_dtype)
             for j, column in enumerate(columns):
@@ -279,6 +288,8 @@ class _Group:
         """Batch `index` (of `rows` rows) of each of the group's columns."""
         k = len(self.fields)
         names = [f.name for f in self.fields]
+        if self.direct:
+            return dict(zip(names, tensors))
         if self.rank == 0:
             if self.dtype == tf.string:
                 data, bounds = tensors
@@ -305,16 +316,17 @@ class _Group:
 
 class Layout:
     """How the fields of a chunk are grouped (see the module docstring), for batches of
-    `batch_size` rows."""
+    `batch_size` rows; `one_per_chunk`: no chunk will hold more than one batch."""
 
-    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int):
+    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int, one_per_chunk: bool = False):
         self.fields = list(fields)
         self.batch_size = batch_size
+        self.one_per_chunk = one_per_chunk
         groups: dict[Any, list[DataFrame.Field]] = {}
         for field in fields:
             key = (field.dtype, field.ragged_rank) if field.ragged_rank <= 1 else field.name
             groups.setdefault(key, []).append(field)
-        self._groups = [_Group(g, batch_size) for g in groups.values()]
+        self._groups = [_Group(g, batch_size, one_per_chunk) for g in groups.values()]
 
     def signature(self) -> dict:
         """The `output_signature` of a generator of `encode`d chunks."""
@@ -344,7 +356,7 @@ class Layout:
     def batches(self, chunks: tf.data.Dataset) -> tf.data.Dataset:
         """The batches of a dataset of `encode`d chunks.
 
-        Each chunk is paired with the index of each of its batches by a small function, and
+        With `one_per_chunk`, each chunk is a batch as it is (a `map`). Otherwise each chunk is paired with the index of each of its batches by a small function, and
         the batches are cut by one `map` of the pipeline itself: a function that `flat_map`
         nested (cutting inside the per-chunk dataset) is instantiated and optimized again
         with each function enclosing it, each time an iterator is made (~0.2 s for 200
@@ -356,4 +368,6 @@ class Layout:
                 tf.data.Dataset.from_tensors(chunk).repeat(), tf.data.Dataset.range(count)
             )
 
+        if self.one_per_chunk:
+            return chunks.map(lambda chunk: self.cut(self.tensors(chunk), tf.constant(0, tf.int64)))
         return chunks.map(self.tensors).flat_map(indexed).map(self.cut)

@@ -35,12 +35,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.orc as paorc
-import pyarrow.parquet as pq
 import tensorflow as tf
 
 from beam_tensorize.kernels.dedup import restore_block
 from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.tf._chunks import Layout
+from beam_tensorize.tf._compat import decoding_pool, parquet_file
 from beam_tensorize.tf._rows import in_order, joined, row_group_range, shuffled
 from beam_tensorize.tf.dataframe import DataFrame
 from beam_tensorize.tf.dataset import committed_split
@@ -62,6 +62,10 @@ _Field = DataFrame.Field
 _Value = DataFrame.Value
 
 
+#: Where Parquet pages are decoded (see `decoding_pool`).
+_POOL = decoding_pool()
+
+
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     return filesystem_for(path)
 
@@ -76,7 +80,7 @@ class _TableFile:
             self._orc = paorc.ORCFile(handle)
             self.schema_arrow = self._orc.schema
         else:
-            self._parquet = pq.ParquetFile(handle, page_checksum_verification=True)
+            self._parquet = parquet_file(handle, pool=_POOL)
             self.schema_arrow = self._parquet.schema_arrow
         self._format = file_format
 
@@ -125,12 +129,7 @@ class _TableFile:
             threads = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
             reader = self._parquet
             if dictionaries:
-                reader = pq.ParquetFile(
-                    self._handle,
-                    metadata=reader.metadata,
-                    read_dictionary=list(dictionaries),
-                    page_checksum_verification=True,
-                )
+                reader = parquet_file(self._handle, reader.metadata, list(dictionaries), _POOL)
             if row_groups is not None and not row_groups:
                 return
             yield from reader.iter_batches(
@@ -447,8 +446,8 @@ class _Reader:
         dedup = options.dedup if options.dedup is not None and options.dedup.blocks else None
         if dedup is not None:  # read the stored blocks as they are; restored below
             fields, options = dedup.stored_fields(fields), options._replace(dedup=None)
-        layout = Layout(fields, batch_size)
         chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
+        layout = Layout(fields, batch_size, one_per_chunk=chunk == batch_size)
         iterations = itertools.count()
 
         def stream(names) -> Iterator[dict]:
