@@ -19,6 +19,8 @@ rounded to one decimal (exponential, mean 10), lists hold 0-5 ids.
 
     python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3] [--workdir DIR] [--autotune off]
     python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000
+    python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000 --cpus 2 \
+        --readers from_parquet,pyarrow_jemalloc      # two threads: compare with --cpus 1
 
 `--data hybridbackend` is HybridBackend's own benchmark instead (its docs/data.md table, the
 data as its scripts make it): 200 int64 columns, uniform random in [0, 100), SNAPPY, batches of
@@ -112,7 +114,8 @@ def write_files(folder: str, rows: int, data: str = "categorical") -> dict[str, 
 
 _READER = r"""
 import os, sys, time, json
-os.sched_setaffinity(0, {0})
+cpus = int(sys.argv[6])
+os.sched_setaffinity(0, set(range(cpus)))
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 reader, path, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 columns = json.loads(sys.argv[4])
@@ -134,8 +137,8 @@ if reader.startswith("pyarrow"):
                       "user": os.times().user - times.user}))
     sys.exit(0)
 import tensorflow as tf
-tf.config.threading.set_inter_op_parallelism_threads(1)
-tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(cpus)
+tf.config.threading.set_intra_op_parallelism_threads(cpus)
 if reader == "csv":
     defaults = [[0] if k in ("int", "uniform") else [0.0] if k == "float" else [""] for _, k in columns]
     lists = [i for i, (_, k) in enumerate(columns) if k == "list"]
@@ -171,12 +174,14 @@ print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_ti
 """
 
 
-def measure(reader: str, path: str, autotune: str = "on", data: str = "categorical") -> dict[str, float]:
+def measure(
+    reader: str, path: str, autotune: str = "on", data: str = "categorical", cpus: int = 1
+) -> dict[str, float]:
     """Seconds per batch of `reader` in a fresh process: wall clock, CPU time, and the user
     part of the CPU time (the rest is the kernel's: mostly first touches of fresh memory)."""
     batch = HB_BATCH if data == "hybridbackend" else BATCH
     out = subprocess.run(
-        [sys.executable, "-c", _READER, reader, path, str(batch), json.dumps(_columns(data)), autotune],
+        [sys.executable, "-c", _READER, reader, path, str(batch), json.dumps(_columns(data)), autotune, str(cpus)],
         capture_output=True, text=True,
     )  # fmt: skip
     if out.returncode:
@@ -213,7 +218,17 @@ def main() -> None:
         help="categorical: the mixed columns above, batches of 1024; hybridbackend: HybridBackend's own "
         "benchmark data (200 uniform int64 columns in [0, 100), batches of 200,000 rows)",
     )  # fmt: skip
+    parser.add_argument(
+        "--cpus", type=int, default=1,
+        help="CPUs each reader's process may use, and TensorFlow's thread pools (1: pinned to one CPU; "
+        "with more, pyarrow decodes columns in threads)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--readers", default=",".join(READERS),
+        help="the readers to run, comma-separated (ratios need from_parquet and a floor)",
+    )  # fmt: skip
     args = parser.parse_args()
+    readers = {name: READERS[name] for name in args.readers.split(",")}
     batch = HB_BATCH if args.data == "hybridbackend" else BATCH
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.workdir or scratch
@@ -227,18 +242,20 @@ def main() -> None:
                 f"{time.perf_counter() - started:.0f} s"
             )
         sizes = {name: os.path.getsize(path) for name, path in paths.items()}
-        runs: dict[str, list[dict[str, float]]] = {name: [] for name in READERS}
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in readers}
         for _ in range(args.runs):  # readers alternate, so a busy moment of the machine hits them all
-            for name, kind in READERS.items():
-                runs[name].append(measure(name, paths[kind], args.autotune, args.data))
+            for name, kind in readers.items():
+                runs[name].append(measure(name, paths[kind], args.autotune, args.data, args.cpus))
     kinds = ("wall", "CPU", "user")
-    median = {k: {name: statistics.median(r[k] for r in runs[name]) for name in READERS} for k in kinds}
+    median = {k: {name: statistics.median(r[k] for r in runs[name]) for name in readers} for k in kinds}
     print(
         f"{'reader':14} {'wall ms / batch':>16} {'CPU ms / batch':>16} {'user ms / batch':>16}"
         f"   (batches of {batch}, median of {args.runs})"
     )
-    for name in READERS:
+    for name in readers:
         print(f"{name:14} " + " ".join(f"{median[k][name] * 1000:16.2f}" for k in kinds))
+    if not {"from_parquet", "pyarrow", "pyarrow_jemalloc", "csv", "tfrecord"} <= set(readers):
+        return
     if args.data == "hybridbackend":
         for label in kinds:
             times = median[label]
