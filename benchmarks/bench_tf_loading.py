@@ -19,8 +19,7 @@ rounded to one decimal (exponential, mean 10), lists hold 0-5 ids.
 
     python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3] [--workdir DIR] [--autotune off]
     python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000
-    python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000 --cpus 2 \
-        --readers from_parquet,pyarrow_jemalloc      # two threads: compare with --cpus 1
+    python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000 --scaling
 
 `--data hybridbackend` is HybridBackend's own benchmark instead (its docs/data.md table, the
 data as its scripts make it): 200 int64 columns, uniform random in [0, 100), SNAPPY, batches of
@@ -204,6 +203,21 @@ READERS = {
 }
 
 
+def _scaling(path: str, args) -> None:
+    """from_parquet and the floor on one CPU and on two, alternating run by run."""
+    cases = [(name, cpus) for name in ("from_parquet", "pyarrow_jemalloc") for cpus in (1, 2)]
+    runs: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
+    for _ in range(args.runs):
+        for name, cpus in cases:
+            runs[name, cpus].append(measure(name, path, args.autotune, args.data, cpus)["wall"])
+    for name in ("from_parquet", "pyarrow_jemalloc"):
+        one, two = (statistics.median(runs[name, cpus]) for cpus in (1, 2))
+        print(
+            f"{name:16} wall ms / batch: one CPU {one * 1000:.1f}, two CPUs {two * 1000:.1f}: "
+            f"{one / two:.2f}x (target for from_parquet >= 1.8x; median of {args.runs})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
@@ -219,9 +233,9 @@ def main() -> None:
         "benchmark data (200 uniform int64 columns in [0, 100), batches of 200,000 rows)",
     )  # fmt: skip
     parser.add_argument(
-        "--cpus", type=int, default=1,
-        help="CPUs each reader's process may use, and TensorFlow's thread pools (1: pinned to one CPU; "
-        "with more, pyarrow decodes columns in threads)",
+        "--scaling", action="store_true",
+        help="instead: from_parquet and the floor on one CPU and on two (both CPUs, TensorFlow's pools "
+        "at 2, pyarrow decoding in threads), alternating; prints the two-CPU / one-CPU rates",
     )  # fmt: skip
     parser.add_argument(
         "--readers", default=",".join(READERS),
@@ -242,10 +256,13 @@ def main() -> None:
                 f"{time.perf_counter() - started:.0f} s"
             )
         sizes = {name: os.path.getsize(path) for name, path in paths.items()}
+        if args.scaling:
+            _scaling(paths["parquet"], args)
+            return
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in readers}
         for _ in range(args.runs):  # readers alternate, so a busy moment of the machine hits them all
             for name, kind in readers.items():
-                runs[name].append(measure(name, paths[kind], args.autotune, args.data, args.cpus))
+                runs[name].append(measure(name, paths[kind], args.autotune, args.data))
     kinds = ("wall", "CPU", "user")
     median = {k: {name: statistics.median(r[k] for r in runs[name]) for name in readers} for k in kinds}
     print(
