@@ -71,8 +71,11 @@ def _note_partition_by(notes, *cols):
     notes["partition_by"] = tuple(cols)
 
 
-def _tfrecord_writer(df, notes: dict, mode: str | None, partition_by, options: dict) -> DataFrameWriter:
-    """A writer of `df` to the `tfrecord` source with the noted settings as its options."""
+def _tfrecord_writer(
+    df, notes: dict, mode: str | None, partition_by, options: dict
+) -> tuple[DataFrameWriter, str | None]:
+    """A writer of `df` to the `tfrecord` source with the noted settings as its options, and
+    the source's save mode it was given (lower case; None: the source's default)."""
     from beam_tensorize.spark.tfrecord_source import TFRECORD_FORMAT
 
     options = {**notes["options"], **options}
@@ -94,12 +97,8 @@ def _tfrecord_writer(df, notes: dict, mode: str | None, partition_by, options: d
     writer = df.write.format(TFRECORD_FORMAT).mode(spark_mode)
     for key, value in options.items():
         writer = writer.option(key, value)
-    return writer
-
-
-def _save_mode(writer: DataFrameWriter) -> str | None:
-    options = _notes(writer)["options"]
-    return next((str(v).lower() for k, v in options.items() if k.lower() == "savemode"), None)
+    save_mode = next((str(v).lower() for k, v in options.items() if k.lower() == "savemode"), None)
+    return writer, save_mode
 
 
 def _saving(save):
@@ -113,8 +112,8 @@ def _saving(save):
             return save(self, path, format, mode, partitionBy, **options)
         if isinstance(partitionBy, str):
             partitionBy = (partitionBy,)
-        writer = _tfrecord_writer(written_frame(self), notes, mode, partitionBy, options)
-        if path is not None and _save_mode(writer) == "error":
+        writer, save_mode = _tfrecord_writer(written_frame(self), notes, mode, partitionBy, options)
+        if path is not None and save_mode == "error":
             from beam_tensorize.job.commit import check_target
 
             check_target(path, "error")  # on the driver: one clear line, not a task's traceback

@@ -130,19 +130,23 @@ def _numbers(numeric: Mapping, common: sp.CommonStatistics) -> sp.NumericStatist
     return stats
 
 
-def _counts(tensor: Mapping, ids: Mapping[str, int] | None) -> tuple[list[tuple[str, int]], bool] | None:
+def _counts(
+    tensor: Mapping, ids: tuple[Mapping[str, int], int | None] | None
+) -> tuple[list[tuple[str, int]], bool] | None:
     """The (value, count) pairs the report keeps for the tensor, most frequent first (values
-    mapped to the ids the records hold when `ids` is given), and whether they are all of them."""
+    mapped to the ids the records hold when `ids`, `_ids_of`'s, is given), and whether they are
+    all of them."""
     categorical = tensor.get("categorical")
     if categorical is None:
         return None
     pairs = [(str(value), int(count)) for value, count in categorical.get("summary", [])]
     if ids is not None:
+        known, unknown = ids
         merged: dict[str, int] = {}
         for value, count in pairs:
-            if value in ids:
-                key = str(ids[value])
-                merged[key] = merged.get(key, 0) + count
+            id_ = known.get(value, unknown)
+            if id_ is not None:
+                merged[str(id_)] = merged.get(str(id_), 0) + count
         pairs = sorted(merged.items(), key=lambda p: (-p[1], int(p[0])))
     return pairs, bool(categorical.get("exact"))
 
@@ -163,30 +167,15 @@ def _feature(name: str, dtype: str) -> sp.FeatureNameStatistics:
     return sp.FeatureNameStatistics(path=path_pb2.Path(step=[name]), type=_TYPES[dtype])
 
 
-def _ids_of(entry: Mapping, lists: Mapping | None) -> Mapping[str, int] | None:
-    """`{feature-list entry: id}` of a tensor with a feature list (the unknown id for entries
-    the report saw that are not in it, when the records hold one)."""
+def _ids_of(entry: Mapping, lists: Mapping | None) -> tuple[dict[str, int], int | None] | None:
+    """`{feature-list entry: id}` of a tensor with a feature list, and the unknown id that
+    entries the report saw but the list lacks take (None: the records leave them out)."""
     if not entry.get("featureList") or lists is None or entry["name"] not in lists:
         return None
     from beam_tensorize.kernels.features.vocab import vocab_array
 
     ids = {str(value): i for i, value in enumerate(vocab_array(lists[entry["name"]]).to_pylist())}
-    unknown = entry["featureList"].get("unknownId")
-    return _WithUnknown(ids, unknown) if unknown is not None else ids
-
-
-class _WithUnknown(dict):
-    """Entries not in the list map to the unknown id."""
-
-    def __init__(self, ids: Mapping[str, int], unknown: int):
-        super().__init__(ids)
-        self.unknown = unknown
-
-    def __contains__(self, key) -> bool:
-        return True
-
-    def __missing__(self, key) -> int:
-        return self.unknown
+    return ids, entry["featureList"].get("unknownId")
 
 
 def _tensor_features(
