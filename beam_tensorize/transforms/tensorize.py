@@ -233,25 +233,17 @@ class Tensorize(beam.PTransform):
         return input_columns(config.tensors, extra_columns)
 
     def expand(self, pvalue):
+        """Read (when applied to the pipeline), extract and hash, feature lists, encode and
+        write, stage the report, commit: each a method below."""
         spec = self.spec
-        out, split, config = spec.output, spec.split, spec.config
         pipeline = pvalue.pipeline
-        counted = None  # the batches feature lists are counted from, when not `batches`
+        counted = None  # the batches feature lists are counted from, when not the hashed ones
         unreadable = None  # the input records that did not decode
         if isinstance(pvalue, beam.pvalue.PBegin):
             batches, counted, unreadable = self._read_inputs(pvalue)
         else:
             batches = pvalue
-        extracted = batches | "ExtractFeatures" >> ExtractFeatures(config, extra_columns=spec.extra_columns)
-        # With a report, its statistics take what the hashing step hashed (each value hashed once).
-        hashed = extracted | "HashFeatures" >> HashFeatures(config, distinct_hashes=spec.report != "none")
-        hashes = None
-        if spec.report != "none":
-            hashed, hashes = hashed
-        if spec.partition_field_name:
-            hashed = hashed | "PartitionIds" >> beam.Map(
-                with_partition_ids, spec.partition_field_name, spec.num_partitions
-            )
+        extracted, hashed, hashes = self._extract_and_hash(batches)
         extra_stored = None
         if spec.extra_names:
             extra_stored = (
@@ -259,24 +251,84 @@ class Tensorize(beam.PTransform):
                 | "ExtraColumnTypes" >> beam.Map(extra_layouts, spec.extra_names)
                 | "OneLayoutEach" >> beam.CombineGlobally(first_layouts)
             )
-        names = config.tensor_names
-        # Appending: the split's metadata entry before this run (its files stay listed).
-        appending = spec.save_mode == "append"
-        if appending:
-            previous = (
-                pipeline
-                | "OutputFolder" >> beam.Create([out])
-                | "AppendingTo?" >> beam.Map(appending_to, split, spec.save_mode)
+        lists, lists_from_output = self._feature_lists(pipeline, hashed if counted is None else counted)
+        if spec.skip_conversion:
+            return self._lists_and_metadata_only(pipeline, batches, hashed, lists, extra_stored)
+        encoded = (
+            hashed
+            | "ApplyFeatureLists"
+            >> ApplyFeatureLists(spec.config, lists, spec.filter_zeros, spec.discard_unknown_entries)
+            | "EncodeExamples"
+            >> EncodeExamples(
+                spec.config,
+                keep_columns=spec.folder_columns,
+                output_format=spec.output_format,
+                check_shapes=spec.check_shapes,
             )
-        lists_from_output = False  # the lists are the output's: they must still be at the commit
+        )
+        run = uuid.uuid4().hex  # names the staging folder of the report (see CommitOutput)
+        dead_letters = encoded.dead_letters
+        if unreadable is not None:
+            dead_letters = (unreadable, dead_letters) | "AllDeadLetters" >> beam.Flatten()
+        pending = self._write(encoded.examples)
+        after = ()
+        if spec.report != "none":
+            after = (self._stage_report(extracted, lists, dead_letters, hashes, run),)
+        result = pending | "CommitOutput" >> CommitOutput(
+            spec,
+            feature_lists=lists,
+            dead_letters=dead_letters,
+            examples=encoded.examples,
+            input_batches=batches,
+            tensor_batches=hashed,
+            extra_layouts=extra_stored,
+            lists_from_output=lists_from_output,
+            run=run,
+            after=after,
+        )
+        return TensorizeOutputs(result=result, dead_letters=dead_letters)
+
+    def _extract_and_hash(self, batches):
+        """The extracted batches, the hashed ones (with the partition ids Avro2TF's
+        partitioning adds), and, with a report, the distinct hashes it takes (else None)."""
+        spec = self.spec
+        extracted = batches | "ExtractFeatures" >> ExtractFeatures(
+            spec.config, extra_columns=spec.extra_columns
+        )
+        # With a report, its statistics take what the hashing step hashed (each value hashed once).
+        hashed = extracted | "HashFeatures" >> HashFeatures(
+            spec.config, distinct_hashes=spec.report != "none"
+        )
+        hashes = None
+        if spec.report != "none":
+            hashed, hashes = hashed
+        if spec.partition_field_name:
+            hashed = hashed | "PartitionIds" >> beam.Map(
+                with_partition_ids, spec.partition_field_name, spec.num_partitions
+            )
+        return extracted, hashed, hashes
+
+    def _feature_lists(self, pipeline, counted):
+        """The run's feature lists (one dict), and whether they are the output's own (a
+        PCollection of one bool, or a bool): then they must still be there at the commit.
+
+        Train mode builds them from `counted` (appending to train data: keeps the lists of the
+        data appended to, so that old and new records mean the same ids); validation and test
+        load the train run's; external lists are merged in."""
+        spec = self.spec
+        out, config, names = spec.output, spec.config, spec.config.tensor_names
+        lists_from_output = False
         if spec.execution_mode == "train":
-            counted = hashed if counted is None else counted
             own = counted | "BuildFeatureLists" >> BuildFeatureLists(
                 config, spec.shared_feature_lists, term_only=spec.term_only_feature_lists
             )
-            if appending:
-                # Appending to train data indexes the new rows with its feature lists (new
-                # entries get the unknown id), so old and new records mean the same ids.
+            if spec.save_mode == "append":
+                # the split's metadata entry before this run (its files stay listed)
+                previous = (
+                    pipeline
+                    | "OutputFolder" >> beam.Create([out])
+                    | "AppendingTo?" >> beam.Map(appending_to, spec.split, spec.save_mode)
+                )
                 earlier = pipeline | "LoadEarlierLists" >> LoadFeatureLists(
                     [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
                 )
@@ -289,34 +341,21 @@ class Tensorize(beam.PTransform):
             own = pipeline | "LoadFeatureLists" >> LoadFeatureLists(
                 [posixpath.join(out, FEATURE_LIST_FOLDER)], names, required=False, metadata_dir=out
             )
-        if spec.external_feature_lists:
-            external = pipeline | "LoadExternalLists" >> LoadFeatureLists(
-                [spec.external_feature_lists], names, strict=True, required=True
-            )
-            lists = own | "MergeFeatureLists" >> beam.Map(
-                merge_feature_lists, beam.pvalue.AsSingleton(external), config, spec.shared_feature_lists
-            )
-        else:
-            lists = own
-        if spec.skip_conversion:
-            return self._lists_and_metadata_only(pipeline, batches, hashed, lists, extra_stored)
-        encoded = (
-            hashed
-            | "ApplyFeatureLists"
-            >> ApplyFeatureLists(config, lists, spec.filter_zeros, spec.discard_unknown_entries)
-            | "EncodeExamples"
-            >> EncodeExamples(
-                config,
-                keep_columns=spec.folder_columns,
-                output_format=spec.output_format,
-                check_shapes=spec.check_shapes,
-            )
+        if not spec.external_feature_lists:
+            return own, lists_from_output
+        external = pipeline | "LoadExternalLists" >> LoadFeatureLists(
+            [spec.external_feature_lists], names, strict=True, required=True
         )
-        split_dir = posixpath.join(out, split)
-        run = uuid.uuid4().hex  # names the staging folder of the report (see CommitOutput)
-        dead_letters = encoded.dead_letters
-        if unreadable is not None:
-            dead_letters = (unreadable, dead_letters) | "AllDeadLetters" >> beam.Flatten()
+        lists = own | "MergeFeatureLists" >> beam.Map(
+            merge_feature_lists, beam.pvalue.AsSingleton(external), config, spec.shared_feature_lists
+        )
+        return lists, lists_from_output
+
+    def _write(self, examples):
+        """The encoded rows (shuffled, deduplicated when asked) written into the split's
+        folder, uncommitted: the written files' entries."""
+        spec = self.spec
+        split_dir = posixpath.join(spec.output, spec.split)
         writer_options = dict(
             num_shards=spec.num_shards,
             max_records_per_file=spec.max_records_per_file,
@@ -337,44 +376,32 @@ class Tensorize(beam.PTransform):
                     split_dir, record_type="ByteArray", record_column=SERIALIZED_COLUMN, **writer_options
                 ).without_commit()
             )
-        examples = encoded.examples
         if spec.shuffle:
             examples = examples | "ShuffleRows" >> beam.Map(shuffle_rows, spec.shuffle_seed)
         if spec.dedup_block_size:
             examples = examples | "DeduplicateUsers" >> DeduplicateFeatures(
                 spec.dedup_block_size, spec.dedup_user_cols
             )
-        pending = examples | writer
-        after = ()
-        if spec.report != "none":
-            # The statistics of the extracted batches (before hashing and feature lists); the
-            # report is staged before the commit, which moves it into place with the rest.
-            statistics = extracted | "ComputeStatistics" >> ComputeStatistics(
-                config, lists, dead_letters, prepare_page=spec.report == "html", hashes=hashes
-            )
-            written_report = statistics | "WriteReport" >> beam.Map(
-                write_report,
-                out,
-                split,
-                spec.execution_mode,
-                spec.report,
-                spec.drift_threshold,
-                staging_folder(out, run),
-            )
-            after = (beam.pvalue.AsList(written_report),)
-        result = pending | "CommitOutput" >> CommitOutput(
-            spec,
-            feature_lists=lists,
-            dead_letters=dead_letters,
-            examples=encoded.examples,
-            input_batches=batches,
-            tensor_batches=hashed,
-            extra_layouts=extra_stored,
-            lists_from_output=lists_from_output,
-            run=run,
-            after=after,
+        return examples | writer
+
+    def _stage_report(self, extracted, lists, dead_letters, hashes, run):
+        """The statistics of the extracted batches (before hashing and feature lists) written
+        as the report into the run's staging folder, which the commit moves into place with
+        the rest: a side input the commit waits for."""
+        spec = self.spec
+        statistics = extracted | "ComputeStatistics" >> ComputeStatistics(
+            spec.config, lists, dead_letters, prepare_page=spec.report == "html", hashes=hashes
         )
-        return TensorizeOutputs(result=result, dead_letters=dead_letters)
+        written_report = statistics | "WriteReport" >> beam.Map(
+            write_report,
+            spec.output,
+            spec.split,
+            spec.execution_mode,
+            spec.report,
+            spec.drift_threshold,
+            staging_folder(spec.output, run),
+        )
+        return beam.pvalue.AsList(written_report)
 
 
 class _CountingRead(ReadTable):
