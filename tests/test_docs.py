@@ -832,7 +832,7 @@ def spark_signature(doc: Doc) -> None:
     from beam_tensorize.spark import tensorize_spark
 
     shown_call, other = doc.block.text.split(") -> dict\n")
-    assert other.startswith("tensorize_spark(spark, spec)")
+    assert other.startswith("tensorize_spark(spark, spec, **overrides)")
     # A call with `...` for parameters left out: read it as a `def` without them.
     code = "def " + shown_call.replace("..., ", "") + ") -> dict: ..."
     namespace, _ = run_python(doc.block, code="from __future__ import annotations\n" + code)
@@ -1256,7 +1256,7 @@ REGISTRY: dict[tuple[str, str], Entry] = {
     ("docs/spark.md", "from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG"): delegate(
         "tests/test_spark.py extracts it from docs/spark.md and runs it",
         lambda doc: delegated("tests/test_spark.py::test_the_example_of_docs_spark_md_runs", "spark.md")),
-    ("docs/spark.md", 'tensorize_spark(spark, input_paths, config, output, mode="train", num_shards=None, compression=None,'): checked(
+    ("docs/spark.md", "tensorize_spark(spark, input_paths, config, output, mode=None, **settings) -> dict"): checked(
         "a signature: compared with tensorize_spark's", spark_signature),
     ("docs/spark.md", "register_data_sources(spark)  # or spark.dataSource.register(TableDataSource)"): run(
         "prelude: the page's imports; the files it names: the sample", spark_data_sources, spark=True),

@@ -376,6 +376,31 @@ def test_bad_arguments_fail_before_anything_runs(spark, tmp_path, arguments, mes
     assert not (tmp_path / "out").exists()
 
 
+def test_settings_are_tensorize_spec_fields_and_a_spec_takes_keyword_overrides(spark, tmp_path):
+    """`tensorize_spark` takes a TensorizeSpec's fields as keywords (a name it has no field for
+    is a TypeError naming it), or a spec with changes of its fields (`output` among them)."""
+    from beam_tensorize.job.spec import TensorizeSpec
+
+    out = str(tmp_path / "out")
+    with pytest.raises(
+        TypeError, match=r"no setting 'numShards'; the settings are TensorizeSpec's: .*num_shards"
+    ):
+        tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, out, numShards=2)
+    spec = TensorizeSpec(SAMPLE_CONFIG, str(tmp_path / "elsewhere"), inputs=[SAMPLE_AVRO])
+    with pytest.raises(TypeError, match="mode or execution_mode, not both"):
+        tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, out, "validation", execution_mode="train")
+    with pytest.raises(ValueError, match="num_shards must be a positive integer, got 0"):
+        tensorize_spark(spark, spec, num_shards=0)  # overrides are checked as the spec's fields are
+    result = tensorize_spark(spark, spec, output=out, num_shards=2, compression="gzip")
+    assert result["numRecords"] == 300 and result["output"] == out
+    assert sorted(os.listdir(tmp_path / "out" / "trainingData")) == [
+        "_SUCCESS",
+        "part-00000-of-00002.tfrecord.gz",
+        "part-00001-of-00002.tfrecord.gz",
+    ]
+    assert not (tmp_path / "elsewhere").exists()
+
+
 # --- the Avro data source ------------------------------------------------------------------
 
 

@@ -94,10 +94,9 @@ from beam_tensorize.kernels.features.vocab import (
     lists_per_tensor,
     partial_counts,
 )
-from beam_tensorize.kernels.formats import AUTO, DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, get_format
+from beam_tensorize.kernels.formats import AUTO, get_format
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.partitions import with_partition_ids
-from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, shard_chunks, shuffle_rows, write_file
 from beam_tensorize.kernels.split_files import WrittenFile
@@ -151,88 +150,41 @@ def tensorize_spark(
     input_paths: str | Sequence[str] | TensorizeSpec,
     config: TensorizeConfig | str | os.PathLike | None = None,
     output: str | None = None,
-    mode: str = "train",
-    num_shards: int | None = None,
-    compression: str | None = None,
-    save_mode: str = "error",
-    max_bad_records_ratio: float = 0.0,
-    shared_feature_lists: Sequence[Sequence[str]] = (),
-    external_feature_lists: str | None = None,
-    filter_zeros: bool = False,
-    extra_columns: Sequence[str] = (),
-    partition_by: Sequence[str] = (),
-    *,
-    output_format: str = "tfrecord",
-    input_format: str = AUTO,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-    split_bytes: int = DEFAULT_SPLIT_BYTES,
-    max_records_per_file: int | None = None,
-    discard_unknown_entries: bool = False,
-    term_only_feature_lists: bool = False,
-    partition_field_name: str | None = None,
-    num_partitions: int = 100,
-    shuffle: bool = False,
-    shuffle_seed: int = 0,
-    report: str = "none",
-    drift_threshold: float = DEFAULT_DRIFT_THRESHOLD,
-    check_shapes: bool = False,
+    mode: str | None = None,
+    **settings,
 ) -> dict:
     """Tensorize Avro, Parquet, ORC or TFRecord files on Spark into the output of the Beam
     `Tensorize` job.
 
-    The arguments are those of `beam_tensorize.transforms.Tensorize` (`mode` is its
-    `execution_mode`; `output_format` too), plus the reader's `input_format`, `batch_rows` and
-    `split_bytes` of `ReadTable`, and are
-    checked by the same code. For the same input and arguments the output is the Beam job's,
-    byte for byte: the data files (each record in the same file, in the same order),
-    `metadata/tensor_metadata.json` (and `metadata/schema.pbtxt` for TFRecord output),
-    `featureList/<tensor>`, `metadata/featureListCounts/`, `deadLetters/<split>/`, the run
-    report `report/<split>.json|html` and `<split>.stats.pb` when asked for (the same
-    statistics, `timings` aside) and `_SUCCESS`, written last. Files are written into
+    The settings are a `TensorizeSpec`'s (`beam_tensorize.job.spec`), the object the Beam job
+    and the CLI are driven by, checked by the same code with the same messages: give the
+    spec's fields as keywords (`num_shards=4`, `save_mode="overwrite"`, `report="html"`, ...;
+    `mode` is its `execution_mode`), or a spec itself, with keyword overrides of its fields.
+    For the same input and settings the output is the Beam job's, byte for byte: the data files
+    (each record in the same file, in the same order), `metadata/tensor_metadata.json` (and
+    `metadata/schema.pbtxt` for TFRecord output), `featureList/<tensor>`,
+    `metadata/featureListCounts/`, `deadLetters/<split>/`, the run report
+    `report/<split>.json|html` and `<split>.stats.pb` when asked for (the same statistics,
+    `timings` aside) and `_SUCCESS`, written last. Files are written into
     `<split>/_temporary/` and moved into place only when everything else succeeded, so a
     failed run leaves the earlier output as it was.
+
+    On Spark: each task reads one input split (`split_bytes`), and without `num_shards` writes
+    its records into files of its own, with no shuffle (`num_shards=N`: exactly N files per
+    folder, through a shuffle); with `report`, each task gathers its split's statistics as it
+    encodes it and the driver merges them and stages the report. With save mode "ignore" and
+    data in the split folder nothing runs or is written. Deduplication and `skip_conversion`
+    run on the Beam job only.
 
     Args:
         spark: the session to run on.
         input_paths: input files: a path or glob, or a list of them (local, gs://, s3://); or a
-            `TensorizeSpec` holding every setting (its `inputs` are read; give nothing else).
+            `TensorizeSpec` (its `inputs` are read; `config`, `output`, `mode` and `settings`
+            given change its fields).
         config: the parsed config, or the path of a config file.
         output: the output folder.
-        mode: "train", "validation" or "test" (selects the split folder).
-        num_shards: None (default): each task writes the files of its input split, with no
-            shuffle; N: exactly N files per folder, through a shuffle.
-        compression: TFRecord: "none" (default), "gzip" or "zlib"; Parquet: "snappy" (default),
-            "gzip", "zstd" or "none"; Avro: "snappy" (default), "deflate", "zstd" or "none".
-        save_mode: "error", "overwrite", "overwrite_partitions", "append" or "ignore" (see
-            `Tensorize`; with "ignore" and data in the split folder nothing runs or is written).
-        max_bad_records_ratio: fail, committing nothing, when more than this share of the
-            rows cannot be converted; the bad rows are in `deadLetters/<split>/` either way.
-        shared_feature_lists: groups of tensor names sharing one feature list.
-        external_feature_lists: a folder of ready feature lists used instead of building them.
-        filter_zeros: drop zero values from name-term-value sparse vectors.
-        extra_columns: input columns written as they are beside the tensors.
-        partition_by: scalar tensors or extra columns naming `<col>=<value>/` folders.
-        output_format: "tfrecord", "parquet" (the tensors as columns) or "avro" (the tensors
-            as record fields).
-        input_format: "auto" (told from each file's first bytes), "avro", "parquet", "orc" or
-            "tfrecord".
-        batch_rows: rows per Arrow batch read from the input.
-        split_bytes: about how many bytes one split reads (one Spark partition each).
-        max_records_per_file: without `num_shards`, start another file after this many records.
-        discard_unknown_entries: leave entries not in their feature list out of lists and
-            vectors (Avro2TF's --discard-unknown-entries; scalars keep the unknown id).
-        term_only_feature_lists: train mode also writes `termOnlyFeatureList/<tensor>`.
-        partition_field_name, num_partitions: Avro2TF's partition ids (`partitionId` in the
-            records, `partition=<id>/` folders) from this scalar tensor or extra column.
-        shuffle, shuffle_seed: write each batch's records in a seeded pseudo-random order.
-        report: the run report (docs/report.md): "none" (the default, as `Tensorize`'s),
-            "json" or "html". Each task gathers its split's statistics as it encodes it; the
-            driver merges them and stages the report, which the commit moves into place with
-            the data and the metadata.
-        drift_threshold: a validation / test run's report flags the tensors whose distance to
-            the train report of the same output exceeds this.
-        check_shapes: rows off their tensor's fixed shape are bad records (by default they are
-            written as they are, as Avro2TF writes them; see `TensorizeSpec`).
+        mode: "train" (None: train, or the spec's), "validation" or "test": the split folder.
+        **settings: the other fields of `TensorizeSpec`.
 
     Returns:
         The Beam job's summary: `{"output", "split", "files", "numRecords", "badRecords",
@@ -240,7 +192,9 @@ def tensorize_spark(
         when save mode "ignore" found data).
 
     Raises:
-        ValueError: a bad argument (before anything runs), or too many bad records.
+        TypeError: a setting `TensorizeSpec` has no field for, or both `mode` and
+            `execution_mode`.
+        ValueError: a bad setting (before anything runs), or too many bad records.
         FileExistsError: save mode "error" and the split folder holds files.
         FileNotFoundError: an input pattern matches nothing.
 
@@ -254,32 +208,23 @@ def tensorize_spark(
         result = tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, "out", num_shards=2)
         result["numRecords"]  # 300
     """
+    fields = {f.name for f in dataclasses.fields(TensorizeSpec)}
+    unknown = sorted(set(settings) - fields)
+    if unknown:
+        raise TypeError(
+            f"tensorize_spark: no setting {', '.join(map(repr, unknown))}; the settings are "
+            f"TensorizeSpec's: {', '.join(sorted(fields))}"
+        )
+    if mode is not None:
+        if "execution_mode" in settings:
+            raise TypeError("tensorize_spark: give mode or execution_mode, not both")
+        settings["execution_mode"] = mode
     if isinstance(input_paths, TensorizeSpec):
-        given = (config, output, mode, num_shards, compression, save_mode, max_bad_records_ratio,
-                 shared_feature_lists, external_feature_lists, filter_zeros, extra_columns, partition_by,
-                 output_format, input_format, batch_rows, split_bytes, max_records_per_file,
-                 discard_unknown_entries, term_only_feature_lists, partition_field_name, num_partitions, shuffle, shuffle_seed,
-                 report, drift_threshold, check_shapes)  # fmt: skip
-        defaults = (None, None, "train", None, None, "error", 0.0, (), None, False, (), (), "tfrecord", AUTO,
-                    DEFAULT_BATCH_ROWS, DEFAULT_SPLIT_BYTES, None, False, False, None, 100, False, 0,
-                    "none", DEFAULT_DRIFT_THRESHOLD, False)  # fmt: skip
-        if given != defaults:
-            raise TypeError("give either a TensorizeSpec or the settings, not both")
-        spec = input_paths
+        given = {"config": config, "output": output}
+        changes = {**{k: v for k, v in given.items() if v is not None}, **settings}
+        spec = input_paths.replace(**changes) if changes else input_paths
     else:
-        # The same settings object as the Beam job and the CLI: the same checks and messages.
-        spec = TensorizeSpec(
-            config, output, inputs=input_paths, input_format=input_format, execution_mode=mode,
-            output_format=output_format, num_shards=num_shards, compression=compression, save_mode=save_mode,
-            max_bad_records_ratio=max_bad_records_ratio, shared_feature_lists=shared_feature_lists,
-            external_feature_lists=external_feature_lists, filter_zeros=filter_zeros,
-            extra_columns=extra_columns, partition_by=partition_by, batch_rows=batch_rows,
-            split_bytes=split_bytes, max_records_per_file=max_records_per_file,
-            discard_unknown_entries=discard_unknown_entries, term_only_feature_lists=term_only_feature_lists,
-            partition_field_name=partition_field_name, num_partitions=num_partitions,
-            shuffle=shuffle, shuffle_seed=shuffle_seed, report=report, drift_threshold=drift_threshold,
-            check_shapes=check_shapes,
-        )  # fmt: skip
+        spec = TensorizeSpec(config, output, inputs=input_paths, **settings)
     if not spec.inputs:
         raise ValueError("tensorize_spark needs input files (the spec's inputs)")
     if not spark.sparkContext.master.startswith("local"):
