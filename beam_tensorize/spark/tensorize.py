@@ -232,14 +232,7 @@ def tensorize_spark(
     if spec.dedup_block_size or spec.skip_conversion:
         raise ValueError("deduplication and skip_conversion run on the Beam job only; run them with the CLI")
     check_same_config(spec)
-    config, out, mode, split, split_dir = (
-        spec.config,
-        spec.output,
-        spec.execution_mode,
-        spec.split,
-        spec.split_dir,
-    )
-    extra, partition_by, columns = spec.extra_columns, spec.folder_columns, spec.input_columns
+    out, split, split_dir, columns = spec.output, spec.split, spec.split_dir, spec.input_columns
     if ignoring_existing(split_dir, spec.save_mode):
         _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
         return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
@@ -254,17 +247,10 @@ def tensorize_spark(
     lists_broadcast = spark.sparkContext.broadcast(lists)
     plan = CommitPlan(
         split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), spec.save_mode, False,
-        spec.compression, spec.num_shards, spec.output_format, bool(partition_by),
+        spec.compression, spec.num_shards, spec.output_format, bool(spec.folder_columns),
     )  # fmt: skip
     try:
-        encode = _EncodeBatches(
-            config.tensors, extra, partition_by, lists_broadcast, spec.filter_zeros, spec.num_shards,
-            spec.output_format, integer_tensor_names(config.tensors) if mode == "train" else (),
-            spec.discard_unknown_entries, spec.extra_names,
-            (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None,
-            spec.shuffle_seed if spec.shuffle else None,
-            config if spec.report != "none" else None, spec.check_shapes,
-        )  # fmt: skip
+        encode = _EncodeBatches(spec, lists_broadcast)
         schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
         transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
         if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
@@ -462,44 +448,34 @@ class _EncodeBatches:
     """mapInArrow function: every record with its file and place in it, the dead letters, and
     the extra columns' layouts of each batch."""
 
-    def __init__(
-        self,
-        tensors,
-        extra,
-        partition_by,
-        lists_broadcast,
-        filter_zeros: bool,
-        num_shards: int,
-        output_format: str,
-        maxima_of: Sequence[str] = (),
-        discard_unknown: bool = False,
-        extra_names: Sequence[str] = (),
-        partition_ids: tuple[str, int] | None = None,
-        shuffle_seed: int | None = None,
-        statistics_of: TensorizeConfig | None = None,
-        check_shapes: bool = False,
-    ):
-        self._tensors = tensors
-        self._check_shapes = check_shapes
+    def __init__(self, spec: TensorizeSpec, lists_broadcast):
+        """`spec`: the job's settings; `lists_broadcast`: the run's feature lists, broadcast."""
+        config = spec.config
+        self._tensors = config.tensors
+        self._check_shapes = spec.check_shapes
         #: The config whose run-report statistics each split gathers (None: no report).
-        self._statistics_of = statistics_of
-        self._extra = extra
+        self._statistics_of = config if spec.report != "none" else None
+        self._extra = spec.extra_columns
         #: The names of the columns written beside the tensors (their layouts are reported).
-        self._extra_names = tuple(extra_names)
+        self._extra_names = tuple(spec.extra_names)
         #: (field, number of partitions) of Avro2TF's partition ids, or None.
-        self._partition_ids = partition_ids
+        self._partition_ids = (
+            (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None
+        )
         #: Write each batch's records in a seeded pseudo-random order (None: input order).
-        self._shuffle_seed = shuffle_seed
+        self._shuffle_seed = spec.shuffle_seed if spec.shuffle else None
         #: The integer tensors whose largest values the metadata records (train mode).
-        self._maxima_of = tuple(maxima_of)
-        self._discard_unknown = discard_unknown
+        self._maxima_of = (
+            tuple(integer_tensor_names(config.tensors)) if spec.execution_mode == "train" else ()
+        )
+        self._discard_unknown = spec.discard_unknown_entries
         #: The partition columns (left out of the records).
-        self.partition_by = partition_by
+        self.partition_by = spec.folder_columns
         self._lists = lists_broadcast
-        self._filter_zeros = filter_zeros
-        self._num_shards = num_shards
-        self._output_format = output_format
-        self._layouts = tuple(layout_of(t) for t in tensors if t.name not in partition_by)
+        self._filter_zeros = spec.filter_zeros
+        self._num_shards = spec.num_shards
+        self._output_format = spec.output_format
+        self._layouts = tuple(layout_of(t) for t in config.tensors if t.name not in self.partition_by)
 
     def encoded(self, batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, object]]:
         """(kind, item) for each of the reader's batches: its extra columns' layouts (pickled),
