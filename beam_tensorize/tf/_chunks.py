@@ -356,8 +356,9 @@ class Layout:
     def batches(self, chunks: tf.data.Dataset) -> tf.data.Dataset:
         """The batches of a dataset of `encode`d chunks.
 
-        With `one_per_chunk`, each chunk is a batch as it is (a `map`). Otherwise each chunk is paired with the index of each of its batches by a small function, and
-        the batches are cut by one `map` of the pipeline itself: a function that `flat_map`
+        With `one_per_chunk`, each chunk is a batch as it is (one `map`). Otherwise each
+        chunk is paired with the index of each of its batches by a small function, and the
+        batches are cut by one `map` of the pipeline itself: a function that `flat_map`
         nested (cutting inside the per-chunk dataset) is instantiated and optimized again
         with each function enclosing it, each time an iterator is made (~0.2 s for 200
         columns)."""
