@@ -45,13 +45,13 @@ from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.job.transaction import recover
 from beam_tensorize.kernels.arrow_types import list_offsets
-from beam_tensorize.kernels.dead_letters import convert_rows
 from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
 from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors
 from beam_tensorize.kernels.features.vocab import FeatureList, FeatureListLookup
 from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.kernels.metadata import METADATA_FILE
+from beam_tensorize.kernels.output.dead_letters import convert_rows
 from beam_tensorize.kernels.partitions import with_partition_ids
 from beam_tensorize.kernels.serving_settings import ServingError, TransformSettings
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples

@@ -26,7 +26,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from beam_tensorize import __version__
 from beam_tensorize.config import ConfigError, load_config
-from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES
+from beam_tensorize.job.commit import SAVE_MODES
 from beam_tensorize.job.daily import daily_inputs
 from beam_tensorize.job.finish import EXECUTION_MODES, ignoring_existing
 from beam_tensorize.job.preflight import (
@@ -42,6 +42,7 @@ from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.formats import AUTO, format_names
+from beam_tensorize.kernels.output import get_output_format, output_format_names
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.progress import (
     PROGRESS_ENV,
@@ -126,7 +127,7 @@ class TensorizeOptions(PipelineOptions):
         parser.add_argument(
             "--output_format",
             default="tfrecord",
-            choices=tuple(FILE_FORMATS),
+            choices=output_format_names(),
             help="Format of the data files: tfrecord (tf.train.Example records, default), parquet "
             "(the same tensors as columns; sparse tensors as <name>/indices and <name>/values) or "
             "avro (Avro2TF's default: the tensors as record fields; a sparse tensor as a record "
@@ -150,7 +151,11 @@ class TensorizeOptions(PipelineOptions):
         parser.add_argument(
             "--compression",
             default=None,
-            choices=tuple(dict.fromkeys(c for cs in FILE_FORMATS.values() for c in cs)),
+            choices=tuple(
+                dict.fromkeys(
+                    c for name in output_format_names() for c in get_output_format(name).compressions
+                )
+            ),
             help="Compression of the data files. TFRecord: none (default), gzip (.tfrecord.gz) or "
             "zlib (.tfrecord.zlib); Parquet: snappy (default), gzip, zstd or none; Avro: snappy "
             "(default), deflate, zstd or none.",
@@ -345,7 +350,7 @@ def _resolve(options: TensorizeOptions) -> TensorizeSpec:
         )
     if not 0.0 <= options.drift_threshold <= 1.0:
         raise ValueError(f"--drift_threshold must be between 0 and 1, got {options.drift_threshold}")
-    formats_compressions = FILE_FORMATS[options.output_format]
+    formats_compressions = get_output_format(options.output_format).compressions
     if options.compression is not None and options.compression not in formats_compressions:
         raise ValueError(
             f"--compression {options.compression} does not apply to --output_format "

@@ -344,7 +344,7 @@ def test_avro_output_holds_the_tensors_of_the_parquet_output(tmp_path):
 
     import pyarrow.parquet as pq
 
-    from beam_tensorize.kernels.avro_output import avro_schema
+    from beam_tensorize.kernels.output.avro import avro_schema
     from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO
 
     def run(fmt: str, name: str):

@@ -14,7 +14,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from beam_tensorize.io import WriteParquet
-from beam_tensorize.kernels.dedup import deduplicate_block, restore_block
+from beam_tensorize.kernels.output.dedup import deduplicate_block, restore_block
 from beam_tensorize.tf import Dataset
 from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from tests.conftest import tensor_lists

@@ -668,6 +668,30 @@ def architecture_input_format(doc: Doc) -> None:
     assert Magic().matches(b"XYZ") and not Magic().matches(b"YX")  # head.startswith(magic)
 
 
+def architecture_output_format(doc: Doc) -> None:
+    """The protocol shown is `OutputFormat`'s: its attributes in order, its methods with their
+    parameters in order; the table's rows are the built-in formats' compressions."""
+    from beam_tensorize.kernels.output import OutputFormat, get_output_format, output_format_names
+
+    code = re.sub(r"(def [^#\n]*\))(\s*->[^#\n]*?)?\s*(#.*)?$", r"\1\2: ...", doc.block.text, flags=re.M)
+    namespace, _ = run_python(doc.block, code="from __future__ import annotations\n" + code)
+    shown = namespace["OutputFormat"]
+    assert list(shown.__annotations__) == list(OutputFormat.__annotations__)
+    methods = [n for n, v in vars(shown).items() if inspect.isfunction(v)]
+    real_methods = [
+        n for n, v in vars(OutputFormat).items() if inspect.isfunction(v) and not n.startswith("_")
+    ]
+    assert methods == [n for n in real_methods if n in methods] == ["extension", "tensor_data", "open_writer"]
+    for name in methods:
+        real = list(inspect.signature(getattr(OutputFormat, name)).parameters)
+        assert list(inspect.signature(getattr(shown, name)).parameters) == real, name
+    page = (ROOT / doc.block.page).read_text(encoding="utf-8")
+    for name in output_format_names():
+        fmt = get_output_format(name)
+        row = next(line for line in page.splitlines() if line.startswith(f"| {fmt.label} (`{name}.py`)"))
+        assert f"| {', '.join(fmt.compressions)} |" in row, row
+
+
 # --- docs/errors.md ------------------------------------------------------------------------
 
 
@@ -949,7 +973,7 @@ def report_schema(doc: Doc) -> None:
     keys of what the sample has none of (bad rows, a column of structs) must be written by the
     code that makes them."""
     from beam_tensorize.job.report import load_report
-    from beam_tensorize.kernels import dead_letters
+    from beam_tensorize.kernels.output import dead_letters
     from beam_tensorize.kernels.report import statistics
     from beam_tensorize.report import compare
 
@@ -1191,6 +1215,8 @@ REGISTRY: dict[tuple[str, str], Entry] = {
         "a diagram: its steps are transforms or steps of the Tensorize job graph", architecture_data_path),
     ("docs/architecture.md", "class InputFormat:"): checked(
         "signatures without bodies: compared with InputFormat's", architecture_input_format),
+    ("docs/architecture.md", "class OutputFormat:"): checked(
+        "signatures without bodies: compared with OutputFormat's", architecture_output_format),
     # docs/errors.md
     ("docs/errors.md", "error: the job failed; <output> holds no new complete output: 213 of 300 records could not be"): run(
         "the line the run it describes prints, its output folder and log file masked", errors_bad_records),

@@ -13,7 +13,6 @@ import pytest
 
 from beam_tensorize.config import parse_config
 from beam_tensorize.kernels import avro
-from beam_tensorize.kernels.dead_letters import encode_with_dead_letters, off_shape_of
 from beam_tensorize.kernels.features.conversion import FeatureLayout
 from beam_tensorize.kernels.features.vocab import (
     FeatureList,
@@ -22,8 +21,10 @@ from beam_tensorize.kernels.features.vocab import (
     lists_per_tensor,
     term_only_name,
 )
+from beam_tensorize.kernels.output import TFRecordOutput
+from beam_tensorize.kernels.output.dead_letters import encode_with_dead_letters, off_shape_of
+from beam_tensorize.kernels.output.shards import order_chunks, serialize_records, shard_chunks
 from beam_tensorize.kernels.provenance import source_of, with_source
-from beam_tensorize.kernels.shards import order_chunks, serialize_records, shard_chunks, write_shard
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
 from beam_tensorize.kernels.tfrecord.framing import frame_records, iter_tfrecords
@@ -146,7 +147,8 @@ def test_shard_chunks_spread_records_round_robin_per_partition_folder():
         serialize_records(pa.RecordBatch.from_pydict({"a": [b"x"], "b": [b"y"]}), "ByteArray")
 
 
-def test_order_chunks_and_write_shard_give_the_same_gzip_bytes_every_time():
+def test_order_chunks_and_the_tfrecord_writer_give_the_same_gzip_bytes_every_time():
+    write_shard = TFRecordOutput().write_file
     chunks = [("k2", pa.array([b"c"])), None, ("k1", pa.array([b"b"])), ("k1", pa.array([b"a"]))]
     ordered = order_chunks(chunks)
     assert [records.to_pylist() for _, records in ordered] == [[b"a"], [b"b"], [b"c"]]

@@ -20,8 +20,8 @@ from beam_tensorize.config import load_config
 from beam_tensorize.job.commit import CommitPlan, commit_files
 from beam_tensorize.kernels.formats import base
 from beam_tensorize.kernels.formats.parquet import ParquetFormat
+from beam_tensorize.kernels.output.split_files import SplitFiles
 from beam_tensorize.kernels.provenance import with_source, with_split
-from beam_tensorize.kernels.split_files import SplitFiles
 from beam_tensorize.kernels.tfrecord.files import file_records
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize

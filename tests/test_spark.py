@@ -593,7 +593,7 @@ def test_only_the_spark_package_imports_pyspark():
     assert users == []
     blocked = (
         "import sys; sys.modules['pyspark'] = None; import beam_tensorize, beam_tensorize.io, "
-        "beam_tensorize.transforms, beam_tensorize.kernels.features.vocab, beam_tensorize.kernels.shards; "
+        "beam_tensorize.transforms, beam_tensorize.kernels.features.vocab, beam_tensorize.kernels.output.shards; "
         "print(beam_tensorize.Tensorize.__name__)"
     )
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, check=False)

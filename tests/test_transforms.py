@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_tensorize import metrics
 from beam_tensorize.config import load_config, parse_config
 from beam_tensorize.io import ReadAvro, WriteTFRecord
-from beam_tensorize.kernels.dead_letters import off_shape_of
+from beam_tensorize.kernels.output.dead_letters import off_shape_of
 from beam_tensorize.kernels.provenance import with_source
 from beam_tensorize.kernels.tfrecord.framing import iter_tfrecords
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG

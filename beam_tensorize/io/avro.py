@@ -11,7 +11,7 @@ __all__ = ["WriteAvro"]
 class WriteAvro(WriteColumnarFiles):
     """Write record batches as Avro container files (one per input split, or `num_shards` per
     folder), committed atomically: `WriteParquet`'s placement, partitioning, save modes and
-    commit, with the columns as Avro record fields (`beam_tensorize.kernels.avro_output`: every
+    commit, with the columns as Avro record fields (`beam_tensorize.kernels.output.avro`: every
     field a union with null; struct columns nested records).
 
     Args:

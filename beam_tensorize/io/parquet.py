@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 
 from beam_tensorize.io.sharded import WriteShardedFiles
-from beam_tensorize.kernels.shards import ROWS
+from beam_tensorize.kernels.output.shards import ROWS
 
 __all__ = ["WriteColumnarFiles", "WriteParquet"]
 
@@ -52,7 +52,7 @@ class WriteParquet(WriteColumnarFiles):
 
     The columns are written as they are (with `partition_by`, the partition columns name the
     folders and are left out of the files), in row groups of 128Ki rows
-    (`beam_tensorize.kernels.parquet_output.ROW_GROUP_ROWS`). Partitioning, save modes, the
+    (`beam_tensorize.kernels.output.parquet.ROW_GROUP_ROWS`). Partitioning, save modes, the
     atomic commit (`_temporary/` then moves, `_SUCCESS` last) and the deterministic placement
     and order of rows are those of `WriteTFRecord`; a shard that gets no rows has no file.
 

@@ -13,8 +13,8 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize.io.table import BATCHES, read_splits
 from beam_tensorize.job.tfrecord_read import TFRecordFiles, TFRecordRead, infer_tfrecord_schema, visible
 from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
-from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import TFRecordFormat
+from beam_tensorize.kernels.output.dead_letters import DEAD_LETTERS
 
 __all__ = ["ReadTFRecord", "ReadTFRecordOutputs", "TFRecordFiles", "infer_tfrecord_schema"]
 

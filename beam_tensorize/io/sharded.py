@@ -20,13 +20,13 @@ from beam_tensorize.job.commit import (
     TEMP_FOLDER,
     CommitPlan,
     PendingFiles,
-    check_file_format,
     check_target,
     commit_files,
 )
 from beam_tensorize.job.files import create_file
-from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, order_chunks, shard_chunks, write_file
-from beam_tensorize.kernels.split_files import WrittenFile
+from beam_tensorize.kernels.output import check_output_format, get_output_format
+from beam_tensorize.kernels.output.shards import order_chunks, shard_chunks
+from beam_tensorize.kernels.output.split_files import WrittenFile
 from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["WriteShardedFiles"]
@@ -37,7 +37,7 @@ class WriteShardedFiles(beam.PTransform):
     `WriteTFRecord` for the behaviour; `WriteParquet` for columnar files).
 
     By default (`num_shards=None`) the step that receives the batches writes them: the
-    batches of one input split go into files of their own (`beam_tensorize.kernels.split_files`),
+    batches of one input split go into files of their own (`beam_tensorize.kernels.output.split_files`),
     with no shuffle of the records; only file names and counts meet for the commit, which
     names the files of each folder in the order of their splits. With `num_shards`, every
     record reaches its file through one shuffle keyed by (partition, shard), and each file is
@@ -69,7 +69,7 @@ class WriteShardedFiles(beam.PTransform):
                 raise ValueError(f"{name}: {arg} must be a positive integer or None, got {value!r}")
         if num_shards is not None and max_records_per_file is not None:
             raise ValueError(f"{name}: give num_shards or max_records_per_file, not both")
-        check_file_format(file_format, compression, name)
+        check_output_format(file_format, compression, name)
         if save_mode not in SAVE_MODES:
             raise ValueError(f"{name}: save_mode {save_mode!r} is not one of {', '.join(SAVE_MODES)}")
         if isinstance(partition_by, str):
@@ -203,7 +203,7 @@ class _WriteSplitFilesFn(beam.DoFn):
 
 class _AssignShardsFn(beam.DoFn):
     """Serializes a batch per partition and splits it round-robin over the shards, starting at a
-    shard fixed by its source (`beam_tensorize.kernels.shards.shard_chunks`)."""
+    shard fixed by its source (`beam_tensorize.kernels.output.shards.shard_chunks`)."""
 
     def __init__(self, num_shards: int, partition_by: tuple, record_type: str, record_column: str | None):
         self._num_shards = num_shards
@@ -237,11 +237,12 @@ class _WriteShardFn(beam.DoFn):
         if checked["skip"]:
             return
         ordered = order_chunks(chunks)
-        if not ordered and self._plan.file_format in COLUMNAR_FORMATS:
+        fmt = get_output_format(self._plan.file_format)
+        if not ordered and not fmt.empty_files:
             return
         temp_path = self._plan.temp_path(path, shard)
         with create_file(temp_path) as raw:
-            count = write_file(raw, ordered, self._plan.file_format, self._plan.compression)
+            count = fmt.write_file(raw, ordered, self._plan.compression)
         self._records.inc(count)
         self._files.inc()
         self._progress.add(count)

@@ -15,8 +15,8 @@ from beam_tensorize import metrics
 from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.job.reading import file_schema, read_split_batches, unify_file_schemas
 from beam_tensorize.kernels import formats
-from beam_tensorize.kernels.dead_letters import DEAD_LETTERS
 from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
+from beam_tensorize.kernels.output.dead_letters import DEAD_LETTERS
 from beam_tensorize.progress import ProgressCounter
 
 __all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import apache_beam as beam
 
 from beam_tensorize.io.sharded import WriteShardedFiles
-from beam_tensorize.job.commit import COMPRESSIONS, SAVE_MODES, SUCCESS_FILE, shard_file_name
+from beam_tensorize.job.commit import SAVE_MODES, SUCCESS_FILE, shard_file_name
+from beam_tensorize.kernels.output.tfrecord import COMPRESSIONS
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
 
 __all__ = [

@@ -19,22 +19,16 @@ from typing import NamedTuple
 
 from beam_tensorize.job.files import FileSystems, create_file, list_files, new_file
 from beam_tensorize.job.transaction import JOURNAL_FILE, LOCK_FILE, Transaction
-from beam_tensorize.kernels.avro_output import AVRO_COMPRESSIONS
-from beam_tensorize.kernels.parquet_output import PARQUET_COMPRESSIONS
-from beam_tensorize.kernels.split_files import SplitFiles
+from beam_tensorize.kernels.output import get_output_format
+from beam_tensorize.kernels.output.split_files import SplitFiles
 from beam_tensorize.kernels.tfrecord.files import relative_path
-from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS as TFRECORD_COMPRESSIONS
-from beam_tensorize.kernels.tfrecord.framing import compressed_writer
 
 __all__ = [
-    "COMPRESSIONS",
-    "FILE_FORMATS",
     "SAVE_MODES",
     "SUCCESS_FILE",
     "TEMP_FOLDER",
     "CommitPlan",
     "PendingFiles",
-    "check_file_format",
     "check_target",
     "commit_files",
     "delete_temporary",
@@ -45,16 +39,6 @@ __all__ = [
 
 _LOGGER = logging.getLogger(__name__)
 
-#: Accepted TFRecord `compression` values (those of the framing kernels) and the file suffix each gives.
-COMPRESSIONS = {
-    c: ".tfrecord" + {"none": "", "gzip": ".gz", "zlib": ".zlib"}[c] for c in TFRECORD_COMPRESSIONS
-}
-#: Output file formats -> their compressions (the first is the default).
-FILE_FORMATS = {
-    "tfrecord": tuple(COMPRESSIONS),
-    "parquet": ("snappy", *[c for c in PARQUET_COMPRESSIONS if c != "snappy"]),
-    "avro": tuple(AVRO_COMPRESSIONS),
-}
 #: What to do when the target folder (or, for `overwrite_partitions`, a partition) holds data.
 SAVE_MODES = ("error", "overwrite", "overwrite_partitions", "append", "ignore")
 #: Marker written last into a committed folder.
@@ -65,21 +49,11 @@ TEMP_FOLDER = "_temporary"
 def shard_file_name(
     shard: int, num_shards: int, compression: str = "none", suffix: str = "", file_format: str = "tfrecord"
 ) -> str:
-    """`part-00000-of-00004[suffix].tfrecord[.gz|.zlib]`, or `...[suffix].parquet` /
-    `.avro` (those compress inside the file)."""
-    extension = COMPRESSIONS[compression] if file_format == "tfrecord" else f".{file_format}"
-    return f"part-{shard:05d}-of-{num_shards:05d}{suffix}{extension}"
-
-
-def check_file_format(file_format: str, compression: str, where: str) -> None:
-    """Raise ValueError, naming `where`, for an unknown format or a compression it lacks."""
-    if file_format not in FILE_FORMATS:
-        raise ValueError(f"{where}: output format {file_format!r} is not one of {', '.join(FILE_FORMATS)}")
-    if compression not in FILE_FORMATS[file_format]:
-        raise ValueError(
-            f"{where}: compression {compression!r} is not one of {', '.join(FILE_FORMATS[file_format])} "
-            f"(for {file_format} output)"
-        )
+    """`part-00000-of-00004[suffix]` and the output format's extension for `compression`
+    (`.tfrecord[.gz|.zlib]`, `.parquet`, `.avro`: those compress inside the file)."""
+    return (
+        f"part-{shard:05d}-of-{num_shards:05d}{suffix}{get_output_format(file_format).extension(compression)}"
+    )
 
 
 def _files_under(folder: str) -> list[str]:
@@ -170,9 +144,11 @@ def _numbered(written: list[tuple], plan: CommitPlan) -> list[tuple[str, int, in
 
 
 def _empty_files(written: list[tuple], plan: CommitPlan) -> list[tuple]:
-    """Unpartitioned TFRecord output is whole even without records: the shard files nobody
-    wrote (or, one file per split, a single file when there is none) are written empty."""
-    if plan.partitioned or plan.file_format != "tfrecord":
+    """Unpartitioned output of a format with `empty_files` (TFRecord) is whole even without
+    records: the shard files nobody wrote (or, one file per split, a single file when there is
+    none) are written empty."""
+    fmt = get_output_format(plan.file_format)
+    if plan.partitioned or not fmt.empty_files:
         return []
     if plan.num_shards:
         missing = sorted(
@@ -184,8 +160,8 @@ def _empty_files(written: list[tuple], plan: CommitPlan) -> list[tuple]:
     empty = []
     for key in keys:
         path = plan.temp_path("", key if isinstance(key, int) else 0)
-        with create_file(path) as raw, compressed_writer(raw, plan.compression):
-            pass
+        with create_file(path) as raw:
+            fmt.open_writer(raw, plan.compression).close()
         empty.append(("", key, path, 0))
     return empty
 

@@ -22,9 +22,9 @@ from beam_tensorize.job.files import list_files, read_text, write_text_atomicall
 from beam_tensorize.job.metadata import write_metadata
 from beam_tensorize.job.report import schema_string_domains, stage_statistics_proto, staged_report
 from beam_tensorize.job.transaction import CommitConflict, Transaction
-from beam_tensorize.kernels.dedup import index_column
 from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
 from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS, sum_counts
+from beam_tensorize.kernels.output.dedup import index_column
 from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN, PARTITION_ID_LAYOUT
 
 if TYPE_CHECKING:  # the spec's module imports this one

@@ -25,12 +25,13 @@ import posixpath
 
 from beam_tensorize.config import load_config
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.commit import FILE_FORMATS, SAVE_MODES, check_file_format
+from beam_tensorize.job.commit import SAVE_MODES
 from beam_tensorize.job.feature_lists import feature_list_groups
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
 from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.features.extract import extra_column_names, input_columns
+from beam_tensorize.kernels.output import check_output_format, get_output_format, output_format_names
 from beam_tensorize.kernels.partitions import PARTITION_FOLDER_COLUMN, PARTITION_ID_COLUMN
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.kernels.serving_settings import TransformSettings
@@ -177,11 +178,13 @@ class TensorizeSpec:
             _positive("max_records_per_file", self.max_records_per_file)
             if self.num_shards is not None:
                 raise ValueError("give num_shards or max_records_per_file, not both")
-        if self.output_format not in FILE_FORMATS:
-            raise ValueError(f"output_format {self.output_format!r} is not one of {', '.join(FILE_FORMATS)}")
+        if self.output_format not in output_format_names():
+            raise ValueError(
+                f"output_format {self.output_format!r} is not one of {', '.join(output_format_names())}"
+            )
         if self.compression is None:
-            set_(self, "compression", FILE_FORMATS[self.output_format][0])
-        check_file_format(self.output_format, self.compression, "compression")
+            set_(self, "compression", get_output_format(self.output_format).compressions[0])
+        check_output_format(self.output_format, self.compression, "compression")
         if self.save_mode not in SAVE_MODES:
             raise ValueError(f"save_mode {self.save_mode!r} is not one of {', '.join(SAVE_MODES)}")
         ratio = self.max_bad_records_ratio

@@ -81,7 +81,6 @@ from beam_tensorize.job.reading import plan_splits, read_split_batches, unified_
 from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer, write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.job.transaction import staging_folder
-from beam_tensorize.kernels.dead_letters import SERIALIZED_COLUMN, encode_with_dead_letters, off_shape_of
 from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
 from beam_tensorize.kernels.features.extract import extract_tensors
@@ -96,10 +95,16 @@ from beam_tensorize.kernels.features.vocab import (
 )
 from beam_tensorize.kernels.formats import AUTO, get_format
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
+from beam_tensorize.kernels.output import get_output_format
+from beam_tensorize.kernels.output.dead_letters import (
+    SERIALIZED_COLUMN,
+    encode_with_dead_letters,
+    off_shape_of,
+)
+from beam_tensorize.kernels.output.shards import ROWS, shard_chunks, shuffle_rows
+from beam_tensorize.kernels.output.split_files import WrittenFile
 from beam_tensorize.kernels.partitions import with_partition_ids
 from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
-from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, shard_chunks, shuffle_rows, write_file
-from beam_tensorize.kernels.split_files import WrittenFile
 from beam_tensorize.spark._compat import from_arrow_schema
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource, source_batches
 
@@ -254,9 +259,7 @@ def tensorize_spark(
         schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
         transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
         if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
-            write = _EncodeAndWrite(
-                encode, plan, spec.max_records_per_file, checked["skip"], columns, spec.batch_rows, schema
-            )
+            write = _EncodeAndWrite(encode, plan, checked["skip"], columns, schema)
             written = _split_tasks(spark, splits).mapPartitions(write).collect()
         else:
             spark.dataSource.register(TableDataSource)
@@ -450,14 +453,11 @@ class _EncodeBatches:
 
     def __init__(self, spec: TensorizeSpec, lists_broadcast):
         """`spec`: the job's settings; `lists_broadcast`: the run's feature lists, broadcast."""
-        config = spec.config
-        self._tensors = config.tensors
-        self._check_shapes = spec.check_shapes
+        #: The job's settings (the plain ones are read from it as they are).
+        self.spec = spec
+        self._lists = lists_broadcast
         #: The config whose run-report statistics each split gathers (None: no report).
-        self._statistics_of = config if spec.report != "none" else None
-        self._extra = spec.extra_columns
-        #: The names of the columns written beside the tensors (their layouts are reported).
-        self._extra_names = tuple(spec.extra_names)
+        self._statistics_of = spec.config if spec.report != "none" else None
         #: (field, number of partitions) of Avro2TF's partition ids, or None.
         self._partition_ids = (
             (spec.partition_field_name, spec.num_partitions) if spec.partition_field_name else None
@@ -466,16 +466,11 @@ class _EncodeBatches:
         self._shuffle_seed = spec.shuffle_seed if spec.shuffle else None
         #: The integer tensors whose largest values the metadata records (train mode).
         self._maxima_of = (
-            tuple(integer_tensor_names(config.tensors)) if spec.execution_mode == "train" else ()
+            tuple(integer_tensor_names(spec.config.tensors)) if spec.execution_mode == "train" else ()
         )
-        self._discard_unknown = spec.discard_unknown_entries
         #: The partition columns (left out of the records).
         self.partition_by = spec.folder_columns
-        self._lists = lists_broadcast
-        self._filter_zeros = spec.filter_zeros
-        self._num_shards = spec.num_shards
-        self._output_format = spec.output_format
-        self._layouts = tuple(layout_of(t) for t in config.tensors if t.name not in self.partition_by)
+        self._layouts = tuple(layout_of(t) for t in spec.config.tensors if t.name not in self.partition_by)
 
     def encoded(self, batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, object]]:
         """(kind, item) for each of the reader's batches: its extra columns' layouts (pickled),
@@ -485,16 +480,20 @@ class _EncodeBatches:
         if self._statistics_of is not None:
             statistics = Statistics(self._statistics_of)
             vocabularies = list_vocabularies(self._lists.value)
-        for batch in _tensor_batches(batches, self._tensors, self._extra, statistics, vocabularies):
+        for batch in _tensor_batches(
+            batches, self.spec.config.tensors, self.spec.extra_columns, statistics, vocabularies
+        ):
             if self._partition_ids is not None:
                 batch = with_partition_ids(batch, *self._partition_ids)
-            if self._extra_names:
-                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, self._extra_names))
+            if self.spec.extra_names:
+                yield _LAYOUTS, pickle.dumps(extra_layouts(batch, self.spec.extra_names))
             if self._maxima_of:
                 yield _MAXIMA, json.dumps(integer_maxima(batch, self._maxima_of)).encode()
-            indexed = lookup.apply(batch, self._tensors, self._filter_zeros, self._discard_unknown)
+            indexed = lookup.apply(
+                batch, self.spec.config.tensors, self.spec.filter_zeros, self.spec.discard_unknown_entries
+            )
             examples, dead_letters = encode_with_dead_letters(
-                indexed, self._layouts, self.partition_by, self._output_format, self._check_shapes
+                indexed, self._layouts, self.partition_by, self.spec.output_format, self.spec.check_shapes
             )
             off_shape = off_shape_of(examples)
             if off_shape:
@@ -509,7 +508,7 @@ class _EncodeBatches:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partition = TaskContext.get().partitionId()
-        columnar = self._output_format in COLUMNAR_FORMATS
+        columnar = get_output_format(self.spec.output_format).columnar
         index = -1
         for kind, item in self.encoded(source_batches(batches)):
             if kind != _RECORD:
@@ -520,7 +519,7 @@ class _EncodeBatches:
             index += 1
             chunks = shard_chunks(
                 item,
-                self._num_shards,
+                self.spec.num_shards,
                 self.partition_by,
                 ROWS if columnar else "ByteArray",
                 None if columnar else SERIALIZED_COLUMN,
@@ -537,32 +536,27 @@ class _EncodeAndWrite:
     reporting each file with its key; passes dead letters and layouts on."""
 
     def __init__(
-        self,
-        encode: _EncodeBatches,
-        plan: CommitPlan,
-        max_records: int | None,
-        skip: bool,
-        columns,
-        batch_rows: int,
-        schema: pa.Schema | None,
+        self, encode: _EncodeBatches, plan: CommitPlan, skip: bool, columns, schema: pa.Schema | None
     ):
+        """`skip`: the save mode writes nothing; `columns`: the input columns read; `schema`:
+        the input's unified schema."""
         self._encode = encode
         self._plan = plan
-        self._max_records = max_records
         self._skip = skip
         self._columns = columns
-        self._batch_rows = batch_rows
-        self._schema = schema  # the input's unified schema
+        self._schema = schema
 
     def __call__(self, splits: Iterator[tuple]) -> Iterator[dict]:
         files = self._plan.split_files(
-            self._encode.partition_by, "ByteArray", SERIALIZED_COLUMN, self._max_records
+            self._encode.partition_by, "ByteArray", SERIALIZED_COLUMN, self._encode.spec.max_records_per_file
         )
         written: list[WrittenFile] = []
         try:
             for fmt, split in splits:
                 unreadable: list[dict] = []  # the records that did not decode
-                batches = read_split_batches(fmt, split, self._columns, self._batch_rows, None, self._schema)
+                batches = read_split_batches(
+                    fmt, split, self._columns, self._encode.spec.batch_rows, None, self._schema
+                )
                 good = _set_aside(batches, unreadable.append)
                 for kind, item in self._encode.encoded(good):
                     if kind == _RECORD:
@@ -650,14 +644,15 @@ class _WriteFiles:
                 for start, stop in itertools.pairwise([*starts, len(places)]):
                     yield places[start], batch.column("payload").slice(start, stop - start)
 
+        fmt = get_output_format(self._plan.file_format)
         for (path, shard), group in itertools.groupby(runs(), key=lambda run: run[0]):
             temp_path = self._plan.temp_path(path, shard)
-            if self._plan.file_format in COLUMNAR_FORMATS:
+            if fmt.columnar:
                 chunks = [("", _from_ipc(payload)) for _, records in group for payload in records.to_pylist()]
             else:
                 chunks = [("", records) for _, records in group]
             with create_file(temp_path) as raw:
-                count = write_file(raw, chunks, self._plan.file_format, self._plan.compression)
+                count = fmt.write_file(raw, chunks, self._plan.compression)
             yield pa.RecordBatch.from_arrays(
                 [pa.array([_RECORD], pa.int32()), pa.array([path]), pa.array([shard], pa.int32()),
                  pa.array([""]), pa.array([temp_path.encode()], pa.binary()), pa.array([count], pa.int64())],

@@ -39,8 +39,8 @@ from beam_tensorize.job.commit import (
 from beam_tensorize.job.files import create_file, open_file
 from beam_tensorize.job.tfrecord_read import TFRecordRead
 from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
+from beam_tensorize.kernels.output.shards import serialize_records
 from beam_tensorize.kernels.partitions import parse_partition_path, split_by_partition
-from beam_tensorize.kernels.shards import serialize_records
 from beam_tensorize.kernels.tfrecord.decoding import RECORD_TYPES
 from beam_tensorize.kernels.tfrecord.files import FileReading, read_file_batches
 from beam_tensorize.kernels.tfrecord.framing import COMPRESSIONS, compressed_writer, write_tfrecords

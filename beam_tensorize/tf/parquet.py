@@ -37,8 +37,8 @@ import pyarrow.fs as pafs
 import pyarrow.orc as paorc
 import tensorflow as tf
 
-from beam_tensorize.kernels.dedup import restore_block
 from beam_tensorize.kernels.filesystems import filesystem_for
+from beam_tensorize.kernels.output.dedup import restore_block
 from beam_tensorize.tf._chunks import Layout
 from beam_tensorize.tf._compat import decoding_pool, parquet_file
 from beam_tensorize.tf._rows import in_order, joined, row_group_range, shuffled

@@ -1,5 +1,5 @@
 """`DeduplicateFeatures`: blocks of rows with each user's features stored once (HybridBackend's
-data deduplication; the rules are in `beam_tensorize.kernels.dedup`)."""
+data deduplication; the rules are in `beam_tensorize.kernels.output.dedup`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
-from beam_tensorize.kernels.dedup import deduplicated_blocks, index_column
+from beam_tensorize.kernels.output.dedup import deduplicated_blocks, index_column
 
 __all__ = ["DeduplicateFeatures"]
 

@@ -12,8 +12,13 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
-from beam_tensorize.kernels.dead_letters import DEAD_LETTERS, SERIALIZED_COLUMN, encode_with_dead_letters
 from beam_tensorize.kernels.features.conversion import FeatureLayout, layout_of
+from beam_tensorize.kernels.output import output_format_names
+from beam_tensorize.kernels.output.dead_letters import (
+    DEAD_LETTERS,
+    SERIALIZED_COLUMN,
+    encode_with_dead_letters,
+)
 
 __all__ = ["DEAD_LETTERS", "EXAMPLES", "SERIALIZED_COLUMN", "EncodeExamples"]
 
@@ -37,12 +42,12 @@ class EncodeExamples(beam.PTransform):
         keep_columns: columns passed through as they are beside `serialized` and left out of
             the Examples (e.g. the partition columns of `WriteTFRecord(partition_by=...)`).
         output_format: "tfrecord" (Examples), "parquet" (the same tensors as columns, see
-            `beam_tensorize.kernels.parquet_output`) or "avro" (those columns, a sparse tensor
-            as one `{indices, values}` column, see `beam_tensorize.kernels.avro_output`); bad
+            `beam_tensorize.kernels.output.parquet`) or "avro" (those columns, a sparse tensor
+            as one `{indices, values}` column, see `beam_tensorize.kernels.output.avro`); bad
             rows are the same.
         check_shapes: a row whose outer dimension differs from its tensor's fixed shape is a
             bad row. By default it is written as it is, as Avro2TF does, and counted in the
-            batch's schema metadata (`beam_tensorize.kernels.dead_letters.off_shape_of`;
+            batch's schema metadata (`beam_tensorize.kernels.output.dead_letters.off_shape_of`;
             `CommitOutput` then records the tensor as ragged in the metadata).
 
     Returns (from `expand`):
@@ -75,9 +80,9 @@ class EncodeExamples(beam.PTransform):
         check_shapes: bool = False,
     ):
         super().__init__()
-        if output_format not in ("tfrecord", "parquet", "avro"):
+        if output_format not in output_format_names():
             raise ValueError(
-                f"EncodeExamples: output_format {output_format!r} is not one of tfrecord, parquet, avro"
+                f"EncodeExamples: output_format {output_format!r} is not one of {', '.join(output_format_names())}"
             )
         self._output_format = output_format
         keep = tuple(keep_columns)

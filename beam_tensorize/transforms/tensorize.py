@@ -13,10 +13,8 @@ from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.io.avro import WriteAvro
-from beam_tensorize.io.parquet import WriteParquet
+from beam_tensorize.io.sharded import WriteShardedFiles
 from beam_tensorize.io.table import BATCHES, ReadTable
-from beam_tensorize.io.tfrecord import WriteTFRecord
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, merge_feature_lists
 from beam_tensorize.job.finish import (
     appending_to,
@@ -28,9 +26,10 @@ from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.job.transaction import staging_folder
 from beam_tensorize.kernels.features.extract import input_columns
+from beam_tensorize.kernels.output import get_output_format
+from beam_tensorize.kernels.output.shards import ROWS, shuffle_rows
 from beam_tensorize.kernels.partitions import with_partition_ids
 from beam_tensorize.kernels.serving_settings import input_schema_of, one_input_schema
-from beam_tensorize.kernels.shards import shuffle_rows
 from beam_tensorize.transforms.commit import CommitOutput, largest_integers
 from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
@@ -124,8 +123,8 @@ class Tensorize(beam.PTransform):
         extra_columns: input columns written as they are beside the tensors (stored by their
             Arrow type, see `beam_tensorize.kernels.features.conversion.layout_for_column`).
         output_format: "tfrecord" (`tf.train.Example`s), "parquet" (the same tensors as
-            columns, see `beam_tensorize.kernels.parquet_output`) or "avro" (the tensors as
-            record fields, see `beam_tensorize.kernels.avro_output`); the metadata records it.
+            columns, see `beam_tensorize.kernels.output.parquet`) or "avro" (the tensors as
+            record fields, see `beam_tensorize.kernels.output.avro`); the metadata records it.
         report, drift_threshold: the run report, `<output_dir>/report/<split>.json|html` and
             `<split>.stats.pb` ("none" by default here; see docs/report.md): statistics of the
             extracted batches (`beam_tensorize.report.ComputeStatistics`), staged before the
@@ -363,19 +362,19 @@ class Tensorize(beam.PTransform):
             save_mode=spec.save_mode,
             partition_by=spec.folder_columns,
         )
-        if spec.output_format in ("parquet", "avro"):
-            sink = WriteParquet if spec.output_format == "parquet" else WriteAvro
-            writer = (
-                f"Write{spec.output_format.capitalize()}"
-                >> sink(split_dir, **writer_options).without_commit()
-            )
-        else:
-            writer = (
-                "WriteTFRecord"
-                >> WriteTFRecord(
-                    split_dir, record_type="ByteArray", record_column=SERIALIZED_COLUMN, **writer_options
-                ).without_commit()
-            )
+        fmt = get_output_format(spec.output_format)
+        writer = (
+            f"Write{fmt.label or fmt.name}"
+            >> WriteShardedFiles(
+                split_dir,
+                fmt.name,
+                record_type=ROWS if fmt.columnar else "ByteArray",
+                record_column=None if fmt.columnar else SERIALIZED_COLUMN,
+                write_success_file=True,
+                commit_gate=None,
+                **writer_options,
+            ).without_commit()
+        )
         if spec.shuffle:
             examples = examples | "ShuffleRows" >> beam.Map(shuffle_rows, spec.shuffle_seed)
         if spec.dedup_block_size:

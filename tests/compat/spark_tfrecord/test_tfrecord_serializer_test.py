@@ -5,7 +5,7 @@ src/test/scala/com/linkedin/spark/datasources/tfrecord/TFRecordSerializerTest.sc
 Spark-TFRecord's `TFRecordSerializer(schema)` turns a Spark `InternalRow` into an Example, a
 SequenceExample or the row's bytes, and refuses, when it is made, a schema holding a type it
 cannot write. Ours is the kernel the `tfrecord` data source writes every Spark partition with,
-`beam_tensorize.kernels.shards.serialize_records(batch, record_type)` (an Arrow record batch
+`beam_tensorize.kernels.output.shards.serialize_records(batch, record_type)` (an Arrow record batch
 in, one serialized record per row out; record types "Example", "SequenceExample",
 "ByteArray"), and the data source refuses a schema before writing by serializing a batch of
 that schema without rows, as here. The helpers `Int64ListFeature`, `floatListFeature` and
@@ -32,7 +32,7 @@ pytest.importorskip("pyspark", reason="the Spark-TFRecord ports need the 'spark'
 import tensorflow as tf
 from pyspark.sql import types as T
 
-from beam_tensorize.kernels.shards import serialize_records
+from beam_tensorize.kernels.output.shards import serialize_records
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_features
 from tests.compat.spark_tfrecord.testing_utils import (
     arrow_row,

@@ -15,7 +15,8 @@ Example:
     >>> chunks = dict(shard_chunks(batch, 2, record_type="Example"))
     >>> sorted((place, len(records)) for place, (_, records) in chunks.items())
     [(('', 0), 2), (('', 1), 1)]
-    >>> write_shard(io.BytesIO(), order_chunks([chunks[("", 0)]]), "gzip")
+    >>> from beam_tensorize.kernels.output import get_output_format
+    >>> get_output_format("tfrecord").write_file(io.BytesIO(), order_chunks([chunks[("", 0)]]), "gzip")
     2
 """
 
@@ -24,29 +25,22 @@ from __future__ import annotations
 import collections
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
 
-from beam_tensorize.kernels.avro_output import AvroFileWriter
-from beam_tensorize.kernels.parquet_output import write_parquet_shard
 from beam_tensorize.kernels.partitions import split_by_partition
 from beam_tensorize.kernels.provenance import order_key
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
-from beam_tensorize.kernels.tfrecord.framing import compressed_writer, write_tfrecords
 from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
 
 __all__ = [
-    "COLUMNAR_FORMATS",
     "ROWS",
     "Chunk",
     "order_chunks",
     "serialize_records",
     "shard_chunks",
     "shuffle_rows",
-    "write_file",
-    "write_shard",
 ]
 
 #: A run of records of one batch bound for one file: (the batch's order key, the records, or
@@ -54,8 +48,6 @@ __all__ = [
 Chunk = tuple[str, pa.Array | pa.RecordBatch]
 #: `record_type` of columnar sinks (Parquet, Avro): the rows stay a record batch.
 ROWS = "Rows"
-#: Output formats whose files hold rows of tensor columns (not serialized records).
-COLUMNAR_FORMATS = ("parquet", "avro")
 
 
 def serialize_records(batch: pa.RecordBatch, record_type: str, record_column: str | None = None) -> pa.Array:
@@ -166,39 +158,3 @@ def order_chunks(chunks: Iterable[Chunk | None]) -> list[Chunk]:
     repeated = {key for key, n in collections.Counter(c[0] for c in present).items() if n > 1}
     # Records become Python objects only to break ties between equal keys (rare).
     return sorted(present, key=lambda c: (c[0], _content_key(c[1]) if c[0] in repeated else b""))
-
-
-def write_shard(raw: BinaryIO, chunks: Iterable[Chunk], compression: str) -> int:
-    """Write the chunks' records, in the given order, as one TFRecord file into `raw`.
-
-    GZIP output has no time stamp or name in its header, so the same records give the same
-    bytes. An empty `chunks` gives a valid empty file. `raw` is not closed.
-
-    Returns:
-        The number of records written.
-
-    Example:
-        >>> import io
-        >>> raw = io.BytesIO()
-        >>> write_shard(raw, [("k", pa.array([b"a", b"b"]))], "none"), len(raw.getvalue())
-        (2, 34)
-    """
-    count = 0
-    with compressed_writer(raw, compression) as out:
-        for _, records in chunks:
-            write_tfrecords(out, records)
-            count += len(records)
-    return count
-
-
-def write_file(raw: BinaryIO, chunks: Iterable[Chunk], file_format: str, compression: str) -> int:
-    """Write one shard file's chunks (in file order): TFRecord (`write_shard`), Parquet
-    (`write_parquet_shard`) or Avro (`AvroFileWriter`). Returns the number of records written."""
-    if file_format == "parquet":
-        return write_parquet_shard(raw, chunks, compression)
-    if file_format == "avro":
-        writer = AvroFileWriter(raw, compression)
-        for _, rows in chunks:
-            writer.write(rows)
-        return writer.close()
-    return write_shard(raw, chunks, compression)

@@ -36,12 +36,10 @@ from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
 
-from beam_tensorize.kernels.avro_output import AvroFileWriter
-from beam_tensorize.kernels.parquet_output import ParquetFileWriter
+from beam_tensorize.kernels.output.base import FileWriter, OutputFormat, get_output_format
+from beam_tensorize.kernels.output.shards import ROWS, serialize_records
 from beam_tensorize.kernels.partitions import split_by_partition
 from beam_tensorize.kernels.provenance import order_key, split_key
-from beam_tensorize.kernels.shards import COLUMNAR_FORMATS, ROWS, serialize_records
-from beam_tensorize.kernels.tfrecord.framing import compressed_writer, write_tfrecords
 
 __all__ = ["RecordFileWriter", "SplitFiles", "WrittenFile", "batch_file_key"]
 
@@ -69,43 +67,30 @@ def batch_file_key(batch: pa.RecordBatch) -> str:
 
 
 class RecordFileWriter:
-    """One output file being written: TFRecord records (compressed as asked), or Parquet or
-    Avro rows."""
+    """One output file being written: the output format's `FileWriter` over a file this
+    object closes."""
 
-    def __init__(self, raw: BinaryIO, file_format: str, compression: str):
-        self._stack = contextlib.ExitStack()
+    def __init__(self, raw: BinaryIO, file_format: str | OutputFormat, compression: str):
         self._raw = raw
-        self._format = file_format
-        if file_format == "parquet":
-            self._parquet = ParquetFileWriter(raw, compression)
-        elif file_format == "avro":
-            self._parquet = AvroFileWriter(raw, compression)
-        else:
-            self._out = self._stack.enter_context(compressed_writer(raw, compression))
+        self._writer: FileWriter = get_output_format(file_format).open_writer(raw, compression)
         #: Records written so far.
         self.count = 0
 
     def write(self, records: pa.Array | pa.RecordBatch) -> None:
-        if self._format in COLUMNAR_FORMATS:
-            self._parquet.write(records)
-        else:
-            write_tfrecords(self._out, records)
+        self._writer.write(records)
         self.count += len(records)
 
     def close(self) -> int:
         """Finish and close the file; returns its record count."""
         try:
-            if self._format in COLUMNAR_FORMATS:
-                self._parquet.close()
-            self._stack.close()
+            self._writer.close()
         finally:
             self._raw.close()
         return self.count
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):
-            if self._format in COLUMNAR_FORMATS:
-                self._parquet.abort()
+            self._writer.abort()
         with contextlib.suppress(Exception):
             self._raw.close()
 
@@ -116,11 +101,11 @@ class SplitFiles:
 
     Args:
         temp_dir: the folder the files are written into (then committed elsewhere).
-        file_format: "tfrecord", "parquet" or "avro".
+        file_format: an output format or its name (`beam_tensorize.kernels.output`).
         compression: the file format's compression.
         open_file: path -> a new binary file to write (closed through its `close`).
         partition_by: columns that name `<col>=<value>/` folders (left out of the records).
-        record_type: how rows become TFRecord records (`serialize_records`); Parquet and Avro
+        record_type: how rows become TFRecord records (`serialize_records`); columnar formats
             write rows.
         record_column: the binary column for record type "ByteArray".
         max_records_per_file: start another file of the same split after this many records.
@@ -129,7 +114,7 @@ class SplitFiles:
     def __init__(
         self,
         temp_dir: str,
-        file_format: str,
+        file_format: str | OutputFormat,
         compression: str,
         open_file: OpenFile,
         partition_by: Sequence[str] = (),
@@ -138,15 +123,15 @@ class SplitFiles:
         max_records_per_file: int | None = None,
     ):
         self._temp_dir = temp_dir
-        self._format = file_format
+        self._format = get_output_format(file_format)
         self._compression = compression
         self._open = open_file
         self._partition_by = tuple(partition_by)
-        self._record_type = ROWS if file_format in COLUMNAR_FORMATS else record_type
-        self._record_column = None if file_format in COLUMNAR_FORMATS else record_column
+        self._record_type = ROWS if self._format.columnar else record_type
+        self._record_column = None if self._format.columnar else record_column
         self._max = max_records_per_file
         self._token = uuid.uuid4().hex[:12]  # this writer's files only (a retried bundle writes anew)
-        self._extension = f".{file_format}"
+        self._extension = self._format.extension(compression)
         self._split: Hashable = None
         self._key = ""
         self._open_files: dict[str, tuple[str, str, RecordFileWriter]] = {}  # folder -> (key, path, writer)

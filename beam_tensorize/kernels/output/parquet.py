@@ -13,7 +13,7 @@ Value types are those of the TFRecords (booleans and integers int64, floats floa
 reading either output gives the same tensors; strings are UTF-8 `string` columns, `bytes`
 tensors `binary`.
 
-`write_parquet_shard` writes a shard's chunks (in file order) as one Parquet file with row
+`ParquetOutput` writes a file's chunks (in file order) as one Parquet file with row
 groups of `ROW_GROUP_ROWS` rows: large row groups read fastest (fewer pages and seeks per
 column), and 128Ki rows keep a row group of a few hundred columns within tens of MiB.
 
@@ -27,13 +27,13 @@ Example:
     >>> table.to_pydict()
     {'id': [1, 2], 'grid': [[[0.5], [1.0, 2.0]], []]}
     >>> raw = io.BytesIO()
-    >>> write_parquet_shard(raw, [("k", table)], "snappy")
+    >>> ParquetOutput().write_file(raw, [("k", table)], "snappy")
     2
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -42,14 +42,15 @@ import pyarrow.parquet as pq
 
 from beam_tensorize.kernels.arrow_types import list_lengths
 from beam_tensorize.kernels.features.conversion import FeatureLayout
+from beam_tensorize.kernels.output.base import OutputFormat, register_output_format
 
 __all__ = [
     "PARQUET_COMPRESSIONS",
     "ROW_GROUP_ROWS",
     "ParquetFileWriter",
+    "ParquetOutput",
     "WriteSink",
     "tensor_columns",
-    "write_parquet_shard",
 ]
 
 #: Parquet column compressions (`compression=` of pyarrow's writer).
@@ -217,23 +218,14 @@ class ParquetFileWriter:
             self._writer = None
 
 
-def write_parquet_shard(
-    raw: BinaryIO,
-    chunks: Iterable[tuple[str, pa.RecordBatch]],
-    compression: str,
-    row_group_rows: int = ROW_GROUP_ROWS,
-) -> int:
-    """Write the chunks' rows, in the given order, as one Parquet file into `raw` (not closed),
-    through `ParquetFileWriter`. Nothing is written when there are no chunks.
+@register_output_format
+class ParquetOutput(OutputFormat):
+    """Tensor columns in Parquet files (`part-*.parquet`; see `tensor_columns`), compressed
+    inside the file (snappy by default)."""
 
-    Returns:
-        The number of rows written.
-    """
-    writer = ParquetFileWriter(raw, compression, row_group_rows)
-    try:
-        for _, batch in chunks:
-            writer.write(batch)
-    except BaseException:
-        writer.abort()
-        raise
-    return writer.close()
+    name = "parquet"
+    label = "Parquet"
+    compressions = ("snappy", *[c for c in PARQUET_COMPRESSIONS if c != "snappy"])
+
+    def open_writer(self, raw: BinaryIO, compression: str) -> ParquetFileWriter:
+        return ParquetFileWriter(raw, compression)

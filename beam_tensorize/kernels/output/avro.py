@@ -1,6 +1,6 @@
 """Tensors as Avro records (`--output_format avro`, Avro2TF's default output format).
 
-The columns are those of the Parquet output (`parquet_output.tensor_columns`, one per
+The columns are those of the Parquet output (`beam_tensorize.kernels.output.parquet.tensor_columns`, one per
 tensor, nested lists for rank >= 1), except that a sparse tensor `x` is one record field
 `x: {indices: array<long>, values: array<float>}`, as Avro2TF writes its sparse vectors. Every
 field is a union with null (as Spark's Avro writer marks nullable columns). Field names must be
@@ -20,14 +20,17 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 import fastavro
 import pyarrow as pa
 
-from beam_tensorize.kernels.parquet_output import WriteSink
+from beam_tensorize.kernels.features.conversion import FeatureLayout
+from beam_tensorize.kernels.output.base import OutputFormat, register_output_format
+from beam_tensorize.kernels.output.parquet import WriteSink, tensor_columns
 
-__all__ = ["AVRO_COMPRESSIONS", "AvroFileWriter", "avro_schema"]
+__all__ = ["AVRO_COMPRESSIONS", "AvroFileWriter", "AvroOutput", "avro_schema"]
 
 #: Compressions of Avro output files (ours -> the container codec); snappy first (Spark's default).
 AVRO_COMPRESSIONS = {"snappy": "snappy", "deflate": "deflate", "zstd": "zstandard", "none": "null"}
@@ -129,3 +132,19 @@ class AvroFileWriter:
     def abort(self) -> None:
         """Nothing to release: the caller removes the file."""
         self._writer = None
+
+
+@register_output_format
+class AvroOutput(OutputFormat):
+    """Tensor columns as Avro records (`part-*.avro`, Avro2TF's output format), a sparse tensor
+    one `{indices, values}` record field; compressed inside the file (snappy by default)."""
+
+    name = "avro"
+    label = "Avro"
+    compressions = tuple(AVRO_COMPRESSIONS)
+
+    def tensor_data(self, features: pa.RecordBatch, layouts: Sequence[FeatureLayout]) -> pa.RecordBatch:
+        return tensor_columns(features, layouts, sparse_as_records=True)
+
+    def open_writer(self, raw: BinaryIO, compression: str) -> AvroFileWriter:
+        return AvroFileWriter(raw, compression)

@@ -1,4 +1,4 @@
-"""Encoding tensor batches as Examples with a dead-letter output for the rows that fail.
+"""Encoding tensor batches as the output format's rows (Examples for TFRecord) with a dead-letter output for the rows that fail.
 
 A row that cannot be stored under its tensor config is not dropped silently: it becomes a
 dead letter `{"source", "reason", "tensors"}` naming its file and position (see
@@ -31,9 +31,9 @@ from beam_tensorize.kernels.features.conversion import (
     layout_for_column,
     to_feature_columns,
 )
-from beam_tensorize.kernels.parquet_output import tensor_columns
+from beam_tensorize.kernels.output.base import OutputFormat, get_output_format
+from beam_tensorize.kernels.output.tfrecord import SERIALIZED_COLUMN
 from beam_tensorize.kernels.provenance import describe_row
-from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 
 __all__ = [
     "DEAD_LETTERS",
@@ -45,8 +45,6 @@ __all__ = [
     "off_shape_of",
 ]
 
-#: Column of serialized examples in encoded batches.
-SERIALIZED_COLUMN = "serialized"
 #: Output tag of the bad records of every step that has a dead-letter output.
 DEAD_LETTERS = "dead_letters"
 #: Schema metadata of an encoded batch: JSON `{tensor: rows}` of the rows kept whose outer
@@ -107,11 +105,11 @@ def encode_with_dead_letters(
     batch: pa.RecordBatch,
     layouts: Sequence[FeatureLayout],
     keep_columns: Sequence[str] = (),
-    output_format: str = "tfrecord",
+    output_format: str | OutputFormat = "tfrecord",
     check_shapes: bool = False,
 ) -> EncodedBatch:
     """Serialize the rows of a tensor batch as `tf.train.Example`s (or, for Parquet and Avro
-    output, as tensor columns: `beam_tensorize.kernels.parquet_output.tensor_columns`); bad rows
+    output, as tensor columns: `beam_tensorize.kernels.output.parquet.tensor_columns`); bad rows
     become dead letters.
 
     Columns without a layout (extra columns kept from the input) are stored by their Arrow
@@ -122,8 +120,9 @@ def encode_with_dead_letters(
         batch: one column per tensor (and extra column), as the feature steps produce.
         layouts: how each tensor is stored.
         keep_columns: columns to pass through instead of encoding.
-        output_format: "tfrecord" (a `serialized` column of Examples), "parquet" (a column
-            per tensor, two per sparse tensor) or "avro" (a column per tensor).
+        output_format: an output format or its name (`beam_tensorize.kernels.output`):
+            "tfrecord" (a `serialized` column of Examples), "parquet" (a column per tensor, two
+            per sparse tensor) or "avro" (a column per tensor).
         check_shapes: a row whose outer dimension differs from its tensor's fixed shape is a
             dead letter; by default it is kept as it is (Avro2TF's rule) and counted
             (`off_shape_of`).
@@ -143,11 +142,7 @@ def encode_with_dead_letters(
     if missing:
         raise KeyError(f"EncodeExamples: columns to keep {missing} are not among {batch.schema.names}")
     result, every_layout = convert_rows(batch, layouts, keep, check_shapes)
-    if output_format in ("parquet", "avro"):
-        data = tensor_columns(result.features, every_layout, sparse_as_records=output_format == "avro")
-    else:
-        serialized = encode_examples(result.features)
-        data = pa.RecordBatch.from_arrays([serialized], names=[SERIALIZED_COLUMN])
+    data = get_output_format(output_format).tensor_data(result.features, every_layout)
     kept = batch.select(keep)
     if len(result.bad_rows):
         good = np.ones(batch.num_rows, bool)
