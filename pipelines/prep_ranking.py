@@ -24,13 +24,12 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_tensorize.job.files import list_files, read_text
 from beam_tensorize.job.finish import SPLIT_FOLDERS
 from beam_tensorize.job.metadata import read_metadata
 from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
-from beam_tensorize.runners.direct import direct_runner_for
+from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
 from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
 from pipelines.arguments import OneLineParser, refuse_unknown_arguments
 
@@ -172,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--num_output_files must be a positive number (or -1), got {options.num_output_files}"
             )
         output = options.output or options.output_data_path
-        pipeline_options = PipelineOptions(beam_args)
+        cache_dofn_specs()
+        pipeline_options = job_options(beam_args)
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
         _ = pipeline | PrepRankingData(
             source, output, metadata, settings, split, record_format, num_files, options.save_mode,

@@ -38,7 +38,7 @@ from beam_tensorize.job.preflight import (
     check_same_config,
     remove_stale_temporaries,
 )
-from beam_tensorize.job.report import REPORT_FORMATS
+from beam_tensorize.job.report import REPORT_FORMATS, start_page_renderer
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels import formats
 from beam_tensorize.kernels.formats import AUTO, format_names
@@ -51,7 +51,7 @@ from beam_tensorize.progress import (
     read_result,
     record_result,
 )
-from beam_tensorize.runners.direct import direct_runner_for
+from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import Tensorize
 from pipelines import avro2tf_flags, console
@@ -522,15 +522,22 @@ def _main(argv: Sequence[str] | None) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     log_path = console.configure_logging(verbose)
-    pipeline_options = PipelineOptions(argv)
+    cache_dofn_specs()
+    pipeline_options = job_options(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
         refuse_unknown_arguments(argv, _command())
         spec = _resolve(options)
-        # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
-        pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
-        build_pipeline(pipeline, spec)
         dry_run = pipeline_options.view_as(TestOptions).dry_run
+        # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
+        runner = direct_runner_for(pipeline_options)
+        in_process = (
+            runner is not None and pipeline_options.view_as(DirectOptions).direct_running_mode == "in_memory"
+        )
+        if spec.report == "html" and in_process and not dry_run:
+            start_page_renderer()  # its child imports matplotlib while the job graph is built
+        pipeline = beam.Pipeline(runner=runner, options=pipeline_options)
+        build_pipeline(pipeline, spec)
         if not dry_run:
             check_inputs_found(spec.inputs)
             check_output_writable(spec.output)

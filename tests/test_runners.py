@@ -326,3 +326,10 @@ def test_the_beam_internals_the_runner_uses_are_there():
     assert callable(getattr(JobServiceHandle, "encode_pipeline_options", None)), (
         "encode_pipeline_options moved"
     )
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.transforms import userstate
+
+    assert list(inspect.signature(userstate.get_dofn_specs).parameters) == ["dofn"], "get_dofn_specs moved"
+    assert "_all_options" in inspect.getsource(PipelineOptions.view_as), (
+        "view_as no longer shares _all_options"
+    )

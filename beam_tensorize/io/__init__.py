@@ -2,6 +2,7 @@
 Avro out."""
 
 from beam_tensorize.io.avro import WriteAvro
+from beam_tensorize.io.coders import RecordBatchCoder
 from beam_tensorize.io.parquet import WriteParquet
 from beam_tensorize.io.read_tfrecord import ReadTFRecord, ReadTFRecordOutputs, infer_tfrecord_schema
 from beam_tensorize.io.table import ReadAvro, ReadOrc, ReadParquet, ReadTable
@@ -14,6 +15,7 @@ __all__ = [
     "ReadTFRecord",
     "ReadTFRecordOutputs",
     "ReadTable",
+    "RecordBatchCoder",
     "WriteAvro",
     "WriteParquet",
     "WriteTFRecord",

@@ -164,9 +164,9 @@ def read_splits(
         planned["splits"]
         | "Redistribute" >> beam.Reshuffle()
         | "ReadSplits"
-        >> beam.ParDo(_ReadSplitFn(columns, batch_rows, rows_metric), *side_inputs).with_outputs(
-            DEAD_LETTERS, main=BATCHES
-        )
+        >> beam.ParDo(_ReadSplitFn(columns, batch_rows, rows_metric), *side_inputs)
+        .with_output_types(pa.RecordBatch)
+        .with_outputs(DEAD_LETTERS, main=BATCHES)
     )
 
 

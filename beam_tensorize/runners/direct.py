@@ -24,12 +24,19 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from beam_tensorize.runners._compat import fn_api_runner
+from beam_tensorize.runners._compat import CachedViewOptions, cache_dofn_specs, fn_api_runner
 
-__all__ = ["direct_runner_for"]
+__all__ = ["cache_dofn_specs", "direct_runner_for", "job_options"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
+
+
+def job_options(argv: list[str]) -> PipelineOptions:
+    """The pipeline options of a command-line job, from its flags: `PipelineOptions` whose
+    `view_as` keeps one view per options class (Beam parses the flags again on every call,
+    hundreds of times while a job graph is built)."""
+    return CachedViewOptions(argv)
 
 
 def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:

@@ -58,7 +58,7 @@ class DeduplicateFeatures(beam.PTransform):
     def expand(self, batches):
         return batches | "DeduplicateBlocks" >> beam.ParDo(
             _DeduplicateFn(self._block_size, self._user_cols, self._non_user_cols)
-        )
+        ).with_output_types(pa.RecordBatch)
 
 
 class _DeduplicateFn(beam.DoFn):

@@ -102,7 +102,7 @@ class EncodeExamples(beam.PTransform):
     def expand(self, tensor_batches):
         return tensor_batches | "EncodeExamples" >> beam.ParDo(
             _EncodeExamplesFn(self._layouts, self._keep, self._output_format, self._check_shapes)
-        ).with_outputs(DEAD_LETTERS, main=EXAMPLES)
+        ).with_output_types(pa.RecordBatch).with_outputs(DEAD_LETTERS, main=EXAMPLES)
 
 
 class _EncodeExamplesFn(beam.DoFn):

@@ -70,7 +70,7 @@ class HashFeatures(beam.PTransform):
             )
         outputs = batches | "HashTensors" >> beam.ParDo(
             _HashTensorsWithDistinctFn(self._tensors)
-        ).with_outputs(_HASHES, main="batches")
+        ).with_output_types(pa.RecordBatch).with_outputs(_HASHES, main="batches")
         return HashOutputs(outputs.batches, outputs[_HASHES])
 
 

@@ -304,7 +304,7 @@ class Tensorize(beam.PTransform):
         if spec.partition_field_name:
             hashed = hashed | "PartitionIds" >> beam.Map(
                 with_partition_ids, spec.partition_field_name, spec.num_partitions
-            )
+            ).with_output_types(pa.RecordBatch)
         return extracted, hashed, hashes
 
     def _feature_lists(self, pipeline, counted):
@@ -376,7 +376,9 @@ class Tensorize(beam.PTransform):
             ).without_commit()
         )
         if spec.shuffle:
-            examples = examples | "ShuffleRows" >> beam.Map(shuffle_rows, spec.shuffle_seed)
+            examples = examples | "ShuffleRows" >> beam.Map(
+                shuffle_rows, spec.shuffle_seed
+            ).with_output_types(pa.RecordBatch)
         if spec.dedup_block_size:
             examples = examples | "DeduplicateUsers" >> DeduplicateFeatures(
                 spec.dedup_block_size, spec.dedup_user_cols

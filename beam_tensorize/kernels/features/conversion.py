@@ -288,7 +288,7 @@ def _dense(
             column.drop_null(),
         )
     # Walk down the list levels: check lengths, collect row lengths, map flat positions to rows.
-    row_of = np.arange(len(column))  # input row of each list at the current level
+    owners = _Owners(np.arange(len(column) + 1, dtype=np.int64))  # rows -> lists of the current level
     outputs: dict[str, pa.Array] = {}
     level = column
     for dim, size in enumerate(layout.shape):
@@ -297,37 +297,33 @@ def _dense(
         lengths = np.where(nulls, 0, np.diff(list_offsets(level)))
         if dim > 0 and nulls.any():
             problems.add(
-                _rows_mask(row_of[nulls], problems), f"tensor {layout.name!r}: null list inside the value"
+                _rows_mask(owners[nulls], problems), f"tensor {layout.name!r}: null list inside the value"
             )
         if dim == 0 and size >= 0 and off_shape is not None:
             if (lengths != size).any():
                 off_shape[layout.name] = lengths != size
         elif size >= 0 and (lengths != size).any():
             wrong = lengths != size
-            got = dict(zip(row_of[wrong].tolist(), lengths[wrong].tolist()))
+            got = dict(zip(owners[wrong].tolist(), lengths[wrong].tolist()))
             problems.add(
-                _rows_mask(row_of[wrong], problems),
+                _rows_mask(owners[wrong], problems),
                 lambda r, d=dim, s=size, g=got: (
                     f"tensor {layout.name!r}: expected {s} values at dimension {d}, got {g[r]}"
                 ),
             )
         if dim > 0 and size < 0:
-            outputs[f"{layout.name}/row_lengths_{dim}"] = (row_of, lengths)
-        row_of = np.repeat(row_of, lengths)
+            outputs[f"{layout.name}/row_lengths_{dim}"] = owners.lists_of(pa.array(lengths, pa.int64()))
+        owners = owners.deeper(lengths)
         level = level.flatten()
     values = level
     if values.null_count:
         problems.add(
-            _rows_mask(row_of[np.asarray(values.is_null(), dtype=bool)], problems),
+            _rows_mask(owners[np.asarray(values.is_null(), dtype=bool)], problems),
             f"tensor {layout.name!r}: null element in the list",
         )
         values = values.fill_null(_zero(values.type))
-    values = _convert_values(values, layout, problems, row_of)
-    rows = len(column)
-    result = {layout.name: _group(values, row_of, rows)}
-    for key, (owners, lengths) in outputs.items():
-        result[key] = _group(pa.array(lengths, pa.int64()), owners, rows)
-    return result
+    values = _convert_values(values, layout, problems, owners)
+    return {layout.name: owners.lists_of(values), **outputs}
 
 
 def _rows_mask(rows: np.ndarray, problems: _Problems) -> np.ndarray:
@@ -336,11 +332,37 @@ def _rows_mask(rows: np.ndarray, problems: _Problems) -> np.ndarray:
     return mask
 
 
-def _group(values: pa.Array, row_of: np.ndarray, rows: int) -> pa.LargeListArray:
-    """Lists per row from flat `values` whose owning rows are `row_of` (non-decreasing)."""
-    counts = np.bincount(row_of, minlength=rows) if len(row_of) else np.zeros(rows, np.int64)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+class _Owners:
+    """Which row owns each flat position of a list level: the rows' offsets into the level
+    (the row of a position is only computed for the positions asked, e.g. a bad value's).
+
+    Example:
+        >>> owners = _Owners.of_lengths(np.array([2, 0, 1]))
+        >>> owners[np.array([False, True, True])].tolist(), owners.deeper(np.array([1, 1, 3])).offsets.tolist()
+        ([0, 2], [0, 2, 2, 5])
+    """
+
+    def __init__(self, offsets: np.ndarray):
+        #: Row i owns positions offsets[i] to offsets[i + 1].
+        self.offsets = offsets
+
+    @classmethod
+    def of_lengths(cls, lengths: np.ndarray) -> _Owners:
+        return cls(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]))
+
+    def __getitem__(self, positions: np.ndarray) -> np.ndarray:
+        """The owning rows of `positions` (a boolean mask over the level, or indices)."""
+        if positions.dtype == bool:
+            positions = np.flatnonzero(positions)
+        return np.searchsorted(self.offsets, positions, side="right") - 1
+
+    def deeper(self, lengths: np.ndarray) -> _Owners:
+        """The owners of the next level's positions, from the lengths of this level's lists."""
+        return _Owners(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])[self.offsets])
+
+    def lists_of(self, values: pa.Array) -> pa.LargeListArray:
+        """Each row's flat `values` as one list."""
+        return pa.LargeListArray.from_arrays(pa.array(self.offsets), values)
 
 
 def _wrap_scalars(values: pa.Array) -> pa.LargeListArray:
@@ -360,7 +382,7 @@ def _zero(t: pa.DataType):
 
 
 def _convert_values(
-    values: pa.Array, layout: FeatureLayout, problems: _Problems, row_of: np.ndarray | None
+    values: pa.Array, layout: FeatureLayout, problems: _Problems, row_of: _Owners | None
 ) -> pa.Array:
     """Cast flat values to the Example list type of `layout`, flagging rows that overflow."""
     source, name = values.type, layout.name
@@ -463,9 +485,8 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
     idx_len = list_lengths(indices)
     val_len = list_lengths(values)
     problems.add(idx_len != val_len, f"tensor {layout.name!r}: indices and values differ in length")
-    rows = np.arange(len(column))
     flat_idx, flat_val = indices.flatten(), values.flatten()
-    row_of_idx, row_of_val = np.repeat(rows, idx_len), np.repeat(rows, val_len)
+    row_of_idx, row_of_val = _Owners.of_lengths(idx_len), _Owners.of_lengths(val_len)
     if flat_idx.null_count or flat_val.null_count:
         nulls = np.concatenate(
             [
@@ -486,8 +507,8 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
             )
     flat_val = _convert_values(flat_val, dataclasses.replace(layout, dtype="float"), problems, row_of_val)
     return {
-        layout.index_key: _group(flat_idx, row_of_idx, len(column)),
-        layout.value_key: _group(flat_val, row_of_val, len(column)),
+        layout.index_key: row_of_idx.lists_of(flat_idx),
+        layout.value_key: row_of_val.lists_of(flat_val),
     }
 
 
