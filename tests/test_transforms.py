@@ -397,3 +397,26 @@ def test_the_composed_transforms_give_tensorizes_output_file_for_file(tmp_path):
         sum(int(b["userId"].shape[0]) for b in make_dataset(str(composed), batch_size=100, labels=False))
         == 300
     )
+
+
+def test_record_batches_cross_steps_with_their_coder_and_keep_their_source_tags():
+    from beam_tensorize.io import RecordBatchCoder
+    from beam_tensorize.transforms import HashFeatures
+
+    config = load_config(SAMPLE_CONFIG)
+    pipeline = beam.Pipeline()
+    read = pipeline | ReadAvro(SAMPLE_AVRO)
+    hashed = read | ExtractFeatures(config) | HashFeatures(config)
+    encoded = hashed | EncodeExamples(config)
+    for pcoll in (read, hashed, encoded.examples):
+        assert pcoll.element_type is pa.RecordBatch
+        assert isinstance(beam.coders.registry.get_coder(pcoll.element_type), RecordBatchCoder)
+    batch = with_source(pa.RecordBatch.from_pydict({"x": [[1.5], []]}), "/in/f.avro", 40)
+    with TestPipeline() as p:
+        moved = (
+            p
+            | beam.Create([batch]).with_output_types(pa.RecordBatch)
+            | beam.Reshuffle()  # a stage boundary: the batch is encoded and decoded
+            | beam.Map(lambda b: (b.to_pydict(), b.schema.metadata))
+        )
+        assert_that(moved, equal_to([({"x": [[1.5], []]}, batch.schema.metadata)]))
