@@ -53,7 +53,7 @@ from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.kernels.metadata import METADATA_FILE
 from beam_tensorize.kernels.output.dead_letters import convert_rows
 from beam_tensorize.kernels.partitions import with_partition_ids
-from beam_tensorize.kernels.serving_settings import ServingError, TransformSettings
+from beam_tensorize.kernels.serving.settings import ServingError, TransformSettings
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 
 __all__ = ["Preprocessor", "ServingError"]
@@ -262,7 +262,7 @@ class Preprocessor:
     def raw_examples(self, records: Sequence[Mapping]) -> list[bytes]:
         """Serving requests for the SavedModel's `serving_default` signature: one serialized
         `tf.train.Example` of raw columns per record (see docs/serving.md)."""
-        from beam_tensorize.kernels.serving_requests import raw_example_columns
+        from beam_tensorize.kernels.serving.requests import raw_example_columns
 
         raw = raw_example_columns(self.raw_batch(self.record_batch(records)))
         return encode_examples(raw, omit_nulls=True).to_pylist()

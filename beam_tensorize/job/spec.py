@@ -34,7 +34,7 @@ from beam_tensorize.kernels.features.extract import extra_column_names, input_co
 from beam_tensorize.kernels.output import check_output_format, get_output_format, output_format_names
 from beam_tensorize.kernels.partitions import PARTITION_FOLDER_COLUMN, PARTITION_ID_COLUMN
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
-from beam_tensorize.kernels.serving_settings import TransformSettings
+from beam_tensorize.kernels.serving.settings import TransformSettings
 
 __all__ = ["TensorizeSpec"]
 

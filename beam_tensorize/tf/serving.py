@@ -65,8 +65,8 @@ from beam_tensorize.kernels.features.tokenize import ENGLISH_STOP_WORDS, TOKEN_S
 from beam_tensorize.kernels.features.vocab import uses_feature_list, vocab_array
 from beam_tensorize.kernels.metadata import build_metadata
 from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN
-from beam_tensorize.kernels.serving_requests import NTV_PARTS, raw_example_parts
-from beam_tensorize.kernels.serving_settings import ServingError
+from beam_tensorize.kernels.serving.requests import NTV_PARTS, raw_example_parts
+from beam_tensorize.kernels.serving.settings import ServingError
 from beam_tensorize.tf.dataset import parse_spec
 
 if TYPE_CHECKING:  # built from one; `beam_tensorize.serving` imports this module, not the reverse

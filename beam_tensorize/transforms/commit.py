@@ -21,7 +21,7 @@ from beam_tensorize.job.finish import (
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names, merge_maxima
 from beam_tensorize.kernels.output.dead_letters import off_shape_of
-from beam_tensorize.kernels.serving_settings import input_schema_of, one_input_schema
+from beam_tensorize.kernels.serving.settings import input_schema_of, one_input_schema
 from beam_tensorize.transforms.metadata import EmitMetadata
 
 __all__ = ["CommitOutput"]

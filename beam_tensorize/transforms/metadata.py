@@ -13,7 +13,7 @@ from apache_beam.transforms.display import DisplayDataItem
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import MetadataInputs
 from beam_tensorize.job.metadata import write_metadata
-from beam_tensorize.kernels.serving_settings import TransformSettings
+from beam_tensorize.kernels.serving.settings import TransformSettings
 
 __all__ = ["EmitMetadata"]
 
@@ -48,7 +48,7 @@ class EmitMetadata(beam.PTransform):
         settings: the run's `TransformSettings` (recorded as the `transform` entry that
             `beam_tensorize.serving.Preprocessor` reads); None keeps the recorded entry.
         input_schema: optional PCollection of one serialized Arrow schema, of the input rows
-            (`beam_tensorize.kernels.serving_settings.one_input_schema`), added to `settings`.
+            (`beam_tensorize.kernels.serving.settings.one_input_schema`), added to `settings`.
 
     Returns (from `expand`): a PCollection of one element, the metadata file's path.
 

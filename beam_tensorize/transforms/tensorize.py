@@ -29,7 +29,7 @@ from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.kernels.output import get_output_format
 from beam_tensorize.kernels.output.shards import ROWS, shuffle_rows
 from beam_tensorize.kernels.partitions import with_partition_ids
-from beam_tensorize.kernels.serving_settings import input_schema_of, one_input_schema
+from beam_tensorize.kernels.serving.settings import input_schema_of, one_input_schema
 from beam_tensorize.transforms.commit import CommitOutput, largest_integers
 from beam_tensorize.transforms.dedup import DeduplicateFeatures
 from beam_tensorize.transforms.encode import DEAD_LETTERS, SERIALIZED_COLUMN, EncodeExamples
