@@ -69,6 +69,13 @@ setup(
             "beam_tensorize.kernels.avro._avrodecode",
             ["beam_tensorize/kernels/avro/_avrodecode.c"],
             optional=True,
-        )
+        ),
+        # Optional native Example encoder and TFRecord framing (fallback: numpy / pyarrow, see
+        # beam_tensorize/kernels/tfrecord/framing.py).
+        Extension(
+            "beam_tensorize.kernels.tfrecord._tfrecordencode",
+            ["beam_tensorize/kernels/tfrecord/_tfrecordencode.c"],
+            optional=True,
+        ),
     ],
 )

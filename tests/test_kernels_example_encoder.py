@@ -3,12 +3,18 @@
 The reference for every comparison is protobuf itself: each row is built as a
 ``tf.train.Example`` and serialized deterministically, map entry by map entry, in
 UTF-8 key order (see ``canonical_bytes``).
+
+Every test runs twice (the autouse ``encoder_path`` fixture): with the C extension
+``_tfrecordencode`` (skipped when it is not built) and with the numpy / pyarrow fallback. The
+tests at the end compare the two paths byte for byte on fixed and random batches.
 """
 
 from __future__ import annotations
 
+import decimal
 import math
 import os
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -19,11 +25,31 @@ from hypothesis import strategies as st
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.kernels.tfrecord import example_encoder
-from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples, feature_key_order
+from beam_tensorize.kernels.tfrecord import example_encoder, framing
+from beam_tensorize.kernels.tfrecord.example_encoder import (
+    encode_examples,
+    encode_features,
+    feature_key_order,
+)
+from beam_tensorize.kernels.tfrecord.framing import NATIVE_ENV
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+
+NATIVE = framing._extension()
+needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension _tfrecordencode is not built")
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def encoder_path(request, monkeypatch):
+    """Runs the test with the C extension, then with the numpy / pyarrow fallback."""
+    if request.param == "native":
+        if NATIVE is None:
+            pytest.skip("the C extension _tfrecordencode is not built")
+        monkeypatch.delenv(NATIVE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(NATIVE_ENV, "python")
+    return request.param
 
 
 def _value_type(typ: pa.DataType) -> pa.DataType:
@@ -543,3 +569,220 @@ def test_a_null_feature_list_and_context_value_are_left_out_of_sequence_examples
     )
     assert list(first.context.feature) == ["id"] and list(first.feature_lists.feature_list) == ["steps"]
     assert not second.context.feature and not second.feature_lists.feature_list
+
+
+# --------------------------------------------------------------------------- #
+# Native against fallback, byte for byte
+# --------------------------------------------------------------------------- #
+
+
+def _both(monkeypatch, encode, *args, **kwargs):
+    """`encode(*args, **kwargs)` with the C extension, then with the fallback."""
+    monkeypatch.delenv(NATIVE_ENV, raising=False)
+    native = encode(*args, **kwargs)
+    monkeypatch.setenv(NATIVE_ENV, "python")
+    fallback = encode(*args, **kwargs)
+    monkeypatch.delenv(NATIVE_ENV, raising=False)
+    return native, fallback
+
+
+def assert_same_bytes(monkeypatch, batch: pa.RecordBatch) -> None:
+    """Native and fallback give the same array (type, offsets and bytes), with and without
+    omit_nulls, for Examples and for every column's Features."""
+    for omit_nulls in (True, False):
+        native, fallback = _both(monkeypatch, encode_examples, batch, omit_nulls=omit_nulls)
+        assert native.type == fallback.type
+        assert native.to_pylist() == fallback.to_pylist()
+        assert native.equals(fallback)
+    for name in batch.schema.names:
+        native, fallback = _both(monkeypatch, encode_features, name, batch.column(name))
+        assert native.type == fallback.type
+        assert native.to_pylist() == fallback.to_pylist(), name
+
+
+def _random_values(rng: np.random.Generator, kind: str, count: int) -> list:
+    if kind == "int":
+        pools = [rng.integers(0, 128, count), rng.integers(-(2**40), 2**40, count)]
+        pools.append(rng.choice(np.array([0, 127, 128, 16383, 16384, -1, INT64_MIN, INT64_MAX]), count))
+        return pools[int(rng.integers(3))].tolist()
+    if kind == "bool":
+        return (rng.random(count) < 0.5).tolist()
+    if kind == "float":
+        values = rng.normal(0, 10.0 ** int(rng.integers(-3, 40)), count)
+        specials = np.array([math.nan, math.inf, -math.inf, -0.0, 0.0, 1e39, -1e-46, 65504.0, 1e300])
+        return np.where(rng.random(count) < 0.15, rng.choice(specials, count), values).tolist()
+    sizes = rng.choice(np.array([0, 1, 3, 20, 127, 128, 300]), count)
+    if kind == "text":
+        alphabet = ["a", "Z", "é", "日", "🙂", "\x00", " "]
+        return ["".join(rng.choice(alphabet, int(size))) for size in sizes]
+    return [rng.bytes(int(size)) for size in sizes]
+
+
+_SCALAR_TYPES = {
+    "int": [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(), pa.uint64()],
+    "bool": [pa.bool_()],
+    "float": [pa.float16(), pa.float32(), pa.float64()],
+    "text": [pa.string(), pa.large_string(), pa.string_view()],
+    "bytes": [pa.binary(), pa.large_binary(), pa.binary_view()],
+}
+
+
+def _fit(values: list, typ: pa.DataType) -> list:
+    """The values made to fit `typ` (integers wrapped into its range, floats of float16)."""
+    if pa.types.is_integer(typ):
+        info = np.iinfo(typ.to_pandas_dtype())
+        top = min(int(info.max), INT64_MAX)
+        return [min(max(v, int(info.min)), top) for v in values]
+    if typ == pa.float16():
+        with np.errstate(over="ignore"):
+            return [np.float16(v) for v in values]
+    return values
+
+
+def random_column(rng: np.random.Generator, n: int) -> pa.Array:
+    """A random column of every kind and shape the encoder takes: scalars, lists, large lists,
+    fixed-size lists, list views, dictionaries, with null and empty lists, null scalars."""
+    kind = str(rng.choice(sorted(_SCALAR_TYPES)))
+    typ = _SCALAR_TYPES[kind][int(rng.integers(len(_SCALAR_TYPES[kind])))]
+    shape = str(rng.choice(["scalar", "list", "large_list", "fixed", "list_view", "dictionary"]))
+    null_rate = float(rng.choice([0.0, 0.1, 0.5, 1.0]))
+    nulls = rng.random(n) < null_rate
+    if shape in ("scalar", "dictionary"):
+        values = _fit(_random_values(rng, kind, n), typ)
+        rows = [None if null else v for v, null in zip(values, nulls)]
+        if shape == "dictionary" and kind in ("int", "text", "bytes") and not pa.types.is_binary_view(typ):
+            if pa.types.is_string_view(typ):
+                typ = pa.string()
+            return pa.array(rows, typ).dictionary_encode()
+        return pa.array(rows, typ)
+    if shape == "fixed":
+        width = int(rng.integers(1, 6))
+        counts = np.full(n, width)
+    else:
+        long_lists = rng.random() < 0.1  # payloads past 127 and 16383 bytes
+        counts = rng.integers(0, 300 if long_lists else 6, n)
+    values = _fit(_random_values(rng, kind, int(counts.sum())), typ)
+    rows, start = [], 0
+    for count, null in zip(counts, nulls):
+        rows.append(None if null else values[start : start + count])
+        start += count
+    if shape == "fixed":
+        return pa.array(rows, pa.list_(typ, width))
+    list_type = {"list": pa.list_, "large_list": pa.large_list, "list_view": pa.list_view}[shape]
+    return pa.array(rows, list_type(typ))
+
+
+def random_batch(rng: np.random.Generator) -> pa.RecordBatch:
+    n = int(rng.choice([1, 2, 5, 17, 60]))
+    pad = int(rng.integers(0, 4)) if rng.random() < 0.5 else 0
+    names = set()
+    while len(names) < int(rng.integers(1, 8)):
+        names.add("".join(rng.choice(["a", "b", "/", "_", "é", "日", "\x00", "🙂"], int(rng.integers(1, 5)))))
+    columns = [random_column(rng, n + 2 * pad) for _ in names]
+    batch = pa.RecordBatch.from_arrays(columns, list(names))
+    return batch.slice(pad, n) if pad else batch
+
+
+@needs_native
+class TestNativeMatchesFallback:
+    """The C extension and the numpy / pyarrow fallback give the same bytes."""
+
+    @pytest.fixture(autouse=True)
+    def encoder_path(self):  # overrides the module's: these tests run both paths themselves
+        return "both"
+
+    def test_fixed_cases(self, monkeypatch):
+        batch = batch_of(
+            i=pa.array([[1, 2], None, [], [INT64_MIN, INT64_MAX]]),
+            s=pa.array(["a", None, "", "日本語" * 50]),
+            f=pa.array([[0.5, math.nan], [math.inf], None, []], pa.list_(pa.float32())),
+            b=pa.array([True, None, False, True]),
+            d=pa.array(["x", "y", None, "x"]).dictionary_encode(),
+            fb=pa.array([b"ab", None, b"cd", b"\x00\xff"], pa.binary(2)),
+            dec=pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3"), 0], pa.decimal128(10, 2)),
+            lv=pa.array([[1], None, [2, 3], []], pa.list_view(pa.int64())),
+            fs=pa.array([[1.0, 2.0], None, [3.0, 4.0], [5.0, 6.0]], pa.list_(pa.float64(), 2)),
+            big=pa.array([list(range(5000)), [], None, [2**62] * 3000], pa.large_list(pa.int64())),
+        )
+        assert_same_bytes(monkeypatch, batch)
+        assert_same_bytes(monkeypatch, batch.slice(1, 2))
+        assert_same_bytes(monkeypatch, batch.slice(3))
+
+    def test_null_list_backed_by_values_and_out_of_order_views(self, monkeypatch):
+        values = pa.array([b"a", b"bb", b"", b"dddd", b"e", b"f"], pa.large_binary())
+        lists = pa.LargeListArray.from_arrays(
+            pa.array([0, 2, 5, 6], pa.int64()), values, mask=pa.array([False, True, False])
+        )
+        views = pa.ListViewArray.from_arrays(
+            pa.array([3, 0, 1], pa.int32()), pa.array([2, 3, 0], pa.int32()), pa.array([1, 2, 3, 4, 5])
+        )
+        assert_same_bytes(monkeypatch, batch_of(l=lists, v=views))
+
+    def test_large_output_and_empty_cases(self, monkeypatch):
+        batch = batch_of(s=pa.array([["abc", "d"], None, ["e" * 300]]), i=pa.array([1, 2, None]))
+        monkeypatch.setattr(example_encoder, "_MAX_BINARY_BYTES", 10)
+        native, fallback = _both(monkeypatch, encode_examples, batch)
+        assert native.type == fallback.type == pa.large_binary()
+        assert native.to_pylist() == fallback.to_pylist()
+        native, fallback = _both(monkeypatch, encode_features, "s", batch.column("s"))
+        assert native.type == fallback.type == pa.large_binary()
+        assert native.to_pylist() == fallback.to_pylist()
+        monkeypatch.undo()
+        assert_same_bytes(
+            monkeypatch, batch_of(x=pa.array([], pa.list_(pa.int64())), y=pa.array([], pa.string()))
+        )
+        assert_same_bytes(monkeypatch, batch_of(x=pa.array([None, None], pa.float32())))
+        assert_same_bytes(monkeypatch, batch_of(x=pa.array([[], []], pa.list_(pa.string()))))
+
+    def test_random_batches(self, monkeypatch):
+        """Random schemas of every supported kind, for a bounded time."""
+        rng = np.random.default_rng(20240601)
+        deadline = time.monotonic() + 3.0
+        done = 0
+        while done < 20 or time.monotonic() < deadline:
+            batch = random_batch(rng)
+            try:
+                assert_same_bytes(monkeypatch, batch)
+            except AssertionError as e:
+                raise AssertionError(f"batch {done} differs: {batch.schema}\n{batch.to_pylist()}") from e
+            done += 1
+
+    def test_native_output_decodes_to_the_input(self, monkeypatch):
+        batch = batch_of(
+            ids=pa.array([[1, 2, 3], None, [INT64_MIN], []], pa.large_list(pa.int64())),
+            score=pa.array([0.5, 1.5, None, -0.0], pa.float32()),
+            tags=pa.array([["a", "日本"], [], ["c" * 200], None]),
+        )
+        monkeypatch.delenv(NATIVE_ENV, raising=False)
+        parsed = [tf.train.Example.FromString(r) for r in encode_examples(batch).to_pylist()]
+        # A null is left out. (Reading a missing key of a protobuf map inserts it: keys first.)
+        keys = [sorted(p.features.feature) for p in parsed]
+        assert keys == [["ids", "score", "tags"], ["score", "tags"], ["ids", "tags"], ["ids", "score"]]
+
+        def values(name, kind, rows):
+            return [list(getattr(parsed[r].features.feature[name], kind).value) for r in rows]
+
+        assert values("ids", "int64_list", [0, 2, 3]) == [[1, 2, 3], [INT64_MIN], []]
+        assert values("score", "float_list", [0, 1, 3]) == [[0.5], [1.5], [-0.0]]
+        assert values("tags", "bytes_list", [0, 1, 2]) == [[b"a", "日本".encode()], [], [b"c" * 200]]
+
+    def test_environment_variable_forces_the_fallback(self, monkeypatch):
+        monkeypatch.setenv(NATIVE_ENV, "python")
+        assert framing._native() is None
+        monkeypatch.setenv(NATIVE_ENV, "")
+        assert framing._native() is NATIVE
+
+    def test_inconsistent_buffers_raise(self):
+        counts = np.array([1, 2], np.int64)
+        key = example_encoder._key_part("x")
+        values = np.array([1, 2], np.int64)
+        with pytest.raises(ValueError, match="counts"):
+            NATIVE.encode([(0, key, counts, None, values, None)], 2, 0, 2**31 - 1)
+        with pytest.raises(ValueError):
+            NATIVE.encode([(0, key, counts[:1], None, values, None)], 2, 0, 2**31 - 1)
+        offsets = np.array([0, 5, 3, 4], np.int64)
+        with pytest.raises(ValueError, match="order"):
+            NATIVE.encode([(2, key, np.array([3], np.int64), None, b"abcdef", offsets)], 1, 0, 2**31 - 1)
+        offsets = np.array([0, 5, 9], np.int64)
+        with pytest.raises(ValueError, match="past"):
+            NATIVE.encode([(2, key, np.array([2], np.int64), None, b"abcdef", offsets)], 1, 0, 2**31 - 1)

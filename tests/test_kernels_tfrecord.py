@@ -1,4 +1,9 @@
-"""Tests for beam_tensorize.kernels.tfrecord.framing (checked against TensorFlow's reader/writer)."""
+"""Tests for beam_tensorize.kernels.tfrecord.framing (checked against TensorFlow's reader/writer).
+
+Every test runs twice (the autouse ``framing_path`` fixture): with the C extension
+``_tfrecordencode`` (skipped when it is not built) and with the numpy / pyarrow fallback. The
+tests at the end compare the two byte for byte and check the extension's CRC-32C.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import gzip
 import io
 import os
 import struct
+import time
 
 import google_crc32c
 import numpy as np
@@ -15,7 +21,9 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
+from beam_tensorize.kernels.tfrecord import framing
 from beam_tensorize.kernels.tfrecord.framing import (
+    NATIVE_ENV,
     frame_records,
     iter_tfrecords,
     masked_crc32c,
@@ -23,6 +31,21 @@ from beam_tensorize.kernels.tfrecord.framing import (
 )
 
 RECORDS = [b"", b"a", bytes(range(256)), b"xyz" * 50_000, b"\x00" * 7]
+
+NATIVE = framing._extension()
+needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension _tfrecordencode is not built")
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def framing_path(request, monkeypatch):
+    """Runs the test with the C extension, then with the numpy / pyarrow fallback."""
+    if request.param == "native":
+        if NATIVE is None:
+            pytest.skip("the C extension _tfrecordencode is not built")
+        monkeypatch.delenv(NATIVE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(NATIVE_ENV, "python")
+    return request.param
 
 
 def tf_read(path: str, compression: str = "") -> list[bytes]:
@@ -221,3 +244,117 @@ def test_write_tfrecords_slices_large_arrays(monkeypatch):
     written = write_tfrecords(buffer, records)
     assert buffer.getvalue() == frame_records(RECORDS + [b"x"] * 5)
     assert written == len(buffer.getvalue())
+
+
+# --------------------------------------------------------------------------- #
+# Native against fallback, byte for byte
+# --------------------------------------------------------------------------- #
+
+
+def _fallback(records) -> bytes:
+    old = os.environ.get(NATIVE_ENV)
+    os.environ[NATIVE_ENV] = "python"
+    try:
+        return frame_records(records)
+    finally:
+        if old is None:
+            del os.environ[NATIVE_ENV]
+        else:
+            os.environ[NATIVE_ENV] = old
+
+
+def _random_records(rng: np.random.Generator):
+    """Random records in every input form frame_records takes (Arrow types, slices, chunks,
+    lists of bytes-likes), and the plain bytes they hold."""
+    n = int(rng.choice([1, 2, 7, 100, 1000]))
+    sizes = rng.choice(np.array([0, 1, 7, 8, 9, 31, 33, 127, 128, 1000, 70_000]), n, p=None)
+    records = [rng.bytes(int(size)) for size in sizes]
+    form = str(
+        rng.choice(["binary", "large_binary", "string", "large_string", "binary_view", "chunked", "list"])
+    )
+    if form == "list":
+        kind = str(rng.choice(["bytes", "bytearray", "memoryview"]))
+        wrap = {"bytes": bytes, "bytearray": bytearray, "memoryview": memoryview}[kind]
+        return [wrap(r) for r in records], records
+    if form in ("string", "large_string"):
+        texts = ["".join(rng.choice(["a", "é", "日", "🙂", "\x00"], int(size) // 4)) for size in sizes]
+        records = [t.encode() for t in texts]
+        values = pa.array(texts, getattr(pa, form)())
+    elif form == "chunked":
+        cut = int(rng.integers(0, n + 1))
+        values = pa.chunked_array(
+            [pa.array(records[:cut], pa.binary()), pa.array(records[cut:], pa.binary())]
+        )
+        return values, records
+    else:
+        values = pa.array(records, getattr(pa, form)())
+    start = int(rng.integers(0, n))
+    stop = int(rng.integers(start, n + 1))
+    return values.slice(start, stop - start), records[start:stop]
+
+
+@needs_native
+class TestNativeMatchesFallback:
+    """The C extension frames exactly as the numpy / pyarrow fallback does."""
+
+    @pytest.fixture(autouse=True)
+    def framing_path(self, monkeypatch):  # overrides the module's: these tests run both paths
+        monkeypatch.delenv(NATIVE_ENV, raising=False)
+        return "both"
+
+    def test_crc32c_matches_google_crc32c(self):
+        rng = np.random.default_rng(1)
+        data = rng.bytes(5000)
+        for size in [*range(0, 80), 255, 256, 1000, 4097]:
+            for start in range(9):
+                piece = memoryview(data)[start : start + size]
+                expected = google_crc32c.value(bytes(piece))
+                assert NATIVE.crc32c(piece) == expected, (size, start)
+                assert NATIVE.crc32c(piece, True) == expected, (size, start)  # the table code
+        assert NATIVE.crc32c(b"123456789") == 0xE3069283
+        assert isinstance(NATIVE.hardware_crc(), bool)
+
+    def test_random_records(self):
+        """Random records in every input form, for a bounded time."""
+        rng = np.random.default_rng(7)
+        deadline = time.monotonic() + 2.0
+        done = 0
+        while done < 20 or time.monotonic() < deadline:
+            values, records = _random_records(rng)
+            native = frame_records(values)
+            assert native == _fallback(values), (done, type(values))
+            assert list(iter_tfrecords(io.BytesIO(native))) == records
+            done += 1
+
+    def test_encoded_examples_framed_and_read_by_tensorflow(self, tmp_path):
+        from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
+
+        batch = pa.RecordBatch.from_pydict(
+            {
+                "ids": pa.array([[1, 2], None, [3] * 300], pa.large_list(pa.int64())),
+                "name": pa.array(["a", "日本", None]),
+                "score": pa.array([0.5, None, 2.0], pa.float32()),
+            }
+        )
+        examples = encode_examples(batch)
+        path = tmp_path / "examples.tfrecord"
+        buffer = io.BytesIO()
+        write_tfrecords(buffer, examples.slice(1))
+        path.write_bytes(buffer.getvalue())
+        assert buffer.getvalue() == _fallback(examples.slice(1))
+        assert tf_read(str(path)) == examples.to_pylist()[1:]
+        parsed = tf.train.Example.FromString(tf_read(str(path))[1])
+        assert list(parsed.features.feature["ids"].int64_list.value) == [3] * 300
+
+    def test_inconsistent_offsets_raise(self):
+        data = b"abcdef"
+        with pytest.raises(ValueError, match="order"):
+            NATIVE.frame(np.array([0, 4, 2], np.int64), data, 2, 8)
+        with pytest.raises(ValueError, match="past"):
+            NATIVE.frame(np.array([0, 7], np.int32), data, 1, 4)
+        with pytest.raises(ValueError, match="short"):
+            NATIVE.frame(np.array([0, 1], np.int64), data, 2, 8)
+        with pytest.raises(ValueError, match="width"):
+            NATIVE.frame(np.array([0, 1], np.int64), data, 1, 2)
+        with pytest.raises(TypeError):
+            NATIVE.frame_list([b"a", 1])

@@ -11,6 +11,13 @@ lengths) as a byte matrix with a validity mask, reuses the Arrow value buffers
 as zero-copy payloads, and concatenates all pieces row by row with
 ``pyarrow.compute.binary_join_element_wise``. There is no per-row Python loop.
 
+When the optional C extension ``_tfrecordencode`` is built, the columns are
+normalised the same way (flat values plus per-row value counts) and handed to
+it as numpy / Arrow buffers: one pass computes every row's message size, a
+second writes all rows into one preallocated buffer. The bytes are the same
+either way; ``BEAM_TENSORIZE_TFRECORD_ENCODER=python`` forces the numpy path
+(see ``framing.NATIVE_ENV``).
+
 Wire format written (field numbers from ``example.proto`` /
 ``feature.proto``)::
 
@@ -33,12 +40,14 @@ with protobuf itself.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import is_list_type
+from beam_tensorize.kernels.tfrecord.framing import _native
 
 __all__ = [
     "check_not_nullable",
@@ -300,9 +309,8 @@ class _EncodedColumn:
         counts = column.counts
         present = counts > 0
         self.present = present
-        key = column.name.encode("utf-8")
         # Map entry key field plus the tag of the value field: constant per column.
-        self.key_part = bytes([_TAG_1]) + _varint_bytes(len(key)) + key + bytes([_TAG_2])
+        self.key_part = _key_part(column.name)
         self.inline: _Bytes | None = None
         if column.kind == "int64":
             element = _varint(column.values.view(np.uint64))
@@ -398,6 +406,45 @@ def _scatter_rows(part: _Bytes, present: np.ndarray) -> _Bytes:
     return _Bytes(matrix, mask, lengths)
 
 
+_NATIVE_KINDS = {"int64": 0, "float": 1, "bytes": 2}
+_MODE_EXAMPLES, _MODE_FEATURES = 0, 1
+
+
+def _key_part(name: str) -> bytes:
+    """A map entry's bytes before its value's length: key field, then the value field's tag."""
+    key = name.encode("utf-8")
+    return bytes([_TAG_1]) + _varint_bytes(len(key)) + key + bytes([_TAG_2])
+
+
+def _native_column(column: _Column, omit_nulls: bool) -> tuple:
+    """One column as the C extension takes it (see _tfrecordencode.c)."""
+    counts = np.ascontiguousarray(column.counts, np.int64)
+    written = np.ascontiguousarray(column.valid, np.bool_).view(np.uint8) if omit_nulls else None
+    value_offsets = None
+    if column.kind == "int64":
+        values = np.ascontiguousarray(column.values, np.int64)
+    elif column.kind == "float":
+        values = np.ascontiguousarray(column.values, "<f4")
+    else:
+        array = column.values  # large_binary
+        buffers = array.buffers()
+        if buffers[1] is None:
+            value_offsets = np.zeros(1, np.int64)
+        else:
+            value_offsets = np.frombuffer(buffers[1], np.int64)[array.offset : array.offset + len(array) + 1]
+        values = buffers[2] if buffers[2] is not None else b""
+    return (_NATIVE_KINDS[column.kind], _key_part(column.name), counts, written, values, value_offsets)
+
+
+def _encode_native(
+    native: Any, columns: list[_Column], n: int, omit_nulls: bool, mode: int
+) -> pa.BinaryArray | pa.LargeBinaryArray:
+    specs = [_native_column(column, omit_nulls) for column in columns]
+    offsets, data, large = native.encode(specs, n, mode, _MAX_BINARY_BYTES)
+    binary_type = pa.large_binary() if large else pa.binary()
+    return pa.Array.from_buffers(binary_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
 def _varint_bytes(value: int) -> bytes:
     out = bytearray()
     while True:
@@ -478,6 +525,11 @@ def encode_examples(batch: pa.RecordBatch, omit_nulls: bool = True) -> pa.Binary
         return pa.Array.from_buffers(
             pa.binary(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
         )
+    native = _native()
+    if native is not None:
+        result = _encode_native(native, columns, n, omit_nulls, _MODE_EXAMPLES)
+        _LOGGER.debug("encoded %d rows, %d columns (native)", n, len(columns))
+        return result
     encoded = [_EncodedColumn(column, n, omit_nulls) for column in columns]
     features_size = encoded[0].size.copy()
     for column in encoded[1:]:
@@ -517,6 +569,9 @@ def encode_features(name: str, array: pa.Array) -> pa.BinaryArray | pa.LargeBina
     n = len(array)
     if n == 0:
         return pa.array([], pa.binary())
+    native = _native()
+    if native is not None:
+        return _encode_native(native, [_normalise(name, array)], n, True, _MODE_FEATURES)
     column = _EncodedColumn(_normalise(name, array), n)
     total = int(column.size.sum())
     binary_type = pa.large_binary() if total > _MAX_BINARY_BYTES else pa.binary()
