@@ -1,49 +1,41 @@
-"""`WriteParquet`: record batches -> sharded (optionally Hive-partitioned) Parquet files,
-committed atomically."""
+"""Parquet: `ReadParquet` (files -> record batches) and `WriteParquet` (record batches ->
+sharded, optionally Hive-partitioned Parquet files, committed atomically)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import apache_beam as beam
+from beam_tensorize.io.sharded import WriteColumnarFiles
+from beam_tensorize.io.table import ReadTable
+from beam_tensorize.kernels import formats
 
-from beam_tensorize.io.sharded import WriteShardedFiles
-from beam_tensorize.kernels.output.shards import ROWS
-
-__all__ = ["WriteColumnarFiles", "WriteParquet"]
+__all__ = ["ReadParquet", "WriteParquet"]
 
 
-class WriteColumnarFiles(WriteShardedFiles):
-    """The sink of files holding rows of columns (`file_format` of a subclass): the columns of
-    each batch written as they are, no record type. See `WriteParquet` for the arguments."""
+class ReadParquet(ReadTable):
+    """Read Parquet files into Arrow record batches (`ReadTable` with `format="parquet"`).
 
-    #: "parquet" or "avro".
-    file_format = ""
+    Splits are runs of row groups of about `split_bytes`; only the leaf columns under
+    `columns` are read.
+
+    Example:
+        >>> import apache_beam as beam, pyarrow as pa, pyarrow.parquet as pq
+        >>> pq.write_table(pa.table({"id": [1, 2], "tags": [["a"], ["b", "c"]]}), "t.parquet")
+        >>> with beam.Pipeline() as p:
+        ...     _ = (p | ReadParquet("t.parquet", columns=["tags"])
+        ...            | beam.Map(lambda b: print(b.to_pydict())))
+        {'tags': [['a'], ['b', 'c']]}
+    """
 
     def __init__(
         self,
-        directory: str,
-        num_shards: int | None = None,
-        compression: str = "snappy",
-        save_mode: str = "error",
-        partition_by: Sequence[str] = (),
-        write_success_file: bool = True,
-        commit_gate: beam.PCollection | None = None,
-        max_records_per_file: int | None = None,
+        file_patterns: str | Sequence[str],
+        columns: Sequence[str] | None = None,
+        batch_rows: int = formats.DEFAULT_BATCH_ROWS,
+        split_bytes: int = formats.DEFAULT_SPLIT_BYTES,
+        validate: bool = False,
     ):
-        super().__init__(
-            directory,
-            self.file_format,
-            num_shards,
-            compression,
-            save_mode,
-            ROWS,
-            None,
-            partition_by,
-            write_success_file,
-            commit_gate,
-            max_records_per_file,
-        )
+        super().__init__(file_patterns, "parquet", columns, batch_rows, split_bytes, validate)
 
 
 class WriteParquet(WriteColumnarFiles):

@@ -1,5 +1,6 @@
 """`WriteShardedFiles`: record batches -> sharded (optionally Hive-partitioned) files, committed
-atomically; the machinery of `WriteTFRecord`, `WriteParquet` and `WriteAvro`."""
+atomically; the machinery of `WriteTFRecord`, and (`WriteColumnarFiles`) of `WriteParquet` and
+`WriteAvro`."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ from beam_tensorize.job.commit import (
 )
 from beam_tensorize.job.files import create_file
 from beam_tensorize.kernels.output import check_output_format, get_output_format
-from beam_tensorize.kernels.output.shards import order_chunks, shard_chunks
+from beam_tensorize.kernels.output.shards import ROWS, order_chunks, shard_chunks
 from beam_tensorize.kernels.output.split_files import WrittenFile
 from beam_tensorize.progress import ProgressCounter
 
-__all__ = ["WriteShardedFiles"]
+__all__ = ["WriteColumnarFiles", "WriteShardedFiles"]
 
 
 class WriteShardedFiles(beam.PTransform):
@@ -156,6 +157,39 @@ class WriteShardedFiles(beam.PTransform):
             return gathered | "Pending" >> beam.Map(PendingFiles, plan, beam.pvalue.AsSingleton(checked))
         gate = () if self._commit_gate is None else (beam.pvalue.AsSingleton(self._commit_gate),)
         return gathered | "Commit" >> beam.Map(commit_files, plan, beam.pvalue.AsSingleton(checked), *gate)
+
+
+class WriteColumnarFiles(WriteShardedFiles):
+    """The sink of files holding rows of columns (`file_format` of a subclass): the columns of
+    each batch written as they are, no record type. See `WriteParquet` for the arguments."""
+
+    #: "parquet" or "avro".
+    file_format = ""
+
+    def __init__(
+        self,
+        directory: str,
+        num_shards: int | None = None,
+        compression: str = "snappy",
+        save_mode: str = "error",
+        partition_by: Sequence[str] = (),
+        write_success_file: bool = True,
+        commit_gate: beam.PCollection | None = None,
+        max_records_per_file: int | None = None,
+    ):
+        super().__init__(
+            directory,
+            self.file_format,
+            num_shards,
+            compression,
+            save_mode,
+            ROWS,
+            None,
+            partition_by,
+            write_success_file,
+            commit_gate,
+            max_records_per_file,
+        )
 
 
 class _WriteSplitFilesFn(beam.DoFn):

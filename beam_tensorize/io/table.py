@@ -1,5 +1,6 @@
-"""`ReadTable` (and `ReadAvro`, `ReadParquet`, `ReadOrc`): files of any input format ->
-`PCollection[pyarrow.RecordBatch]`, through the format layer (`beam_tensorize.kernels.formats`)."""
+"""`ReadTable`: files of any input format -> `PCollection[pyarrow.RecordBatch]`, through the
+format layer (`beam_tensorize.kernels.formats`); `ReadAvro`, `ReadParquet`, `ReadOrc` and
+`ReadTFRecord` (in the module of their format) are its one-format forms."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from beam_tensorize.kernels.formats import AUTO, InputFormat, Split
 from beam_tensorize.kernels.output.dead_letters import DEAD_LETTERS
 from beam_tensorize.progress import ProgressCounter
 
-__all__ = ["BATCHES", "ReadAvro", "ReadOrc", "ReadParquet", "ReadTable", "read_splits"]
+__all__ = ["BATCHES", "ReadTable", "read_splits"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -255,80 +256,3 @@ class _ReadSplitFn(beam.DoFn):
                 self._progress.add(item.num_rows)
                 self._batches.inc()
                 yield item
-
-
-class ReadAvro(ReadTable):
-    """Read Avro files into Arrow record batches (`ReadTable` with `format="avro"`).
-
-    Each file is cut into byte ranges of `split_bytes`; a range reads the Avro blocks that
-    start inside it, so a large file is read by many workers. Blocks are decoded one at a
-    time and converted to Arrow as they are read, then gathered into batches of about
-    `batch_rows` rows, each tagged with its file and starting byte.
-
-    Example:
-        >>> import apache_beam as beam
-        >>> from beam_tensorize.sample import SAMPLE_AVRO
-        >>> with beam.Pipeline() as p:
-        ...     rows = (p | ReadAvro(SAMPLE_AVRO, columns=["userId"])
-        ...               | beam.Map(lambda b: b.num_rows) | beam.CombineGlobally(sum))
-    """
-
-    def __init__(
-        self,
-        file_patterns: str | Sequence[str],
-        columns: Sequence[str] | None = None,
-        batch_rows: int = formats.DEFAULT_BATCH_ROWS,
-        split_bytes: int = formats.DEFAULT_SPLIT_BYTES,
-        validate: bool = False,
-    ):
-        super().__init__(file_patterns, "avro", columns, batch_rows, split_bytes, validate)
-
-
-class ReadParquet(ReadTable):
-    """Read Parquet files into Arrow record batches (`ReadTable` with `format="parquet"`).
-
-    Splits are runs of row groups of about `split_bytes`; only the leaf columns under
-    `columns` are read.
-
-    Example:
-        >>> import apache_beam as beam, pyarrow as pa, pyarrow.parquet as pq
-        >>> pq.write_table(pa.table({"id": [1, 2], "tags": [["a"], ["b", "c"]]}), "t.parquet")
-        >>> with beam.Pipeline() as p:
-        ...     _ = (p | ReadParquet("t.parquet", columns=["tags"])
-        ...            | beam.Map(lambda b: print(b.to_pydict())))
-        {'tags': [['a'], ['b', 'c']]}
-    """
-
-    def __init__(
-        self,
-        file_patterns: str | Sequence[str],
-        columns: Sequence[str] | None = None,
-        batch_rows: int = formats.DEFAULT_BATCH_ROWS,
-        split_bytes: int = formats.DEFAULT_SPLIT_BYTES,
-        validate: bool = False,
-    ):
-        super().__init__(file_patterns, "parquet", columns, batch_rows, split_bytes, validate)
-
-
-class ReadOrc(ReadTable):
-    """Read ORC files into Arrow record batches (`ReadTable` with `format="orc"`), a stripe per
-    split.
-
-    Example:
-        >>> import apache_beam as beam, pyarrow as pa, pyarrow.orc as orc
-        >>> orc.write_table(pa.table({"id": [1, 2], "name": ["a", "b"]}), "t.orc")
-        >>> with beam.Pipeline() as p:
-        ...     _ = (p | ReadOrc("t.orc", columns=["name"])
-        ...            | beam.Map(lambda b: print(b.to_pydict())))
-        {'name': ['a', 'b']}
-    """
-
-    def __init__(
-        self,
-        file_patterns: str | Sequence[str],
-        columns: Sequence[str] | None = None,
-        batch_rows: int = formats.DEFAULT_BATCH_ROWS,
-        split_bytes: int = formats.DEFAULT_SPLIT_BYTES,
-        validate: bool = False,
-    ):
-        super().__init__(file_patterns, "orc", columns, batch_rows, split_bytes, validate)

@@ -12,10 +12,8 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
-from beam_tensorize.io.avro import WriteAvro
-from beam_tensorize.io.read_tfrecord import ReadTFRecord
-from beam_tensorize.io.table import ReadAvro
-from beam_tensorize.io.tfrecord import WriteTFRecord
+from beam_tensorize.io.avro import ReadAvro, WriteAvro
+from beam_tensorize.io.tfrecord import ReadTFRecord, WriteTFRecord
 from beam_tensorize.job.commit import SUCCESS_FILE, PendingFiles, commit_files
 from beam_tensorize.job.files import FileSystems, match_files, read_text
 from beam_tensorize.job.metadata import stage_metadata_files
