@@ -70,7 +70,8 @@ class OutputFormat:
     #: Accepted compressions; the first is the default.
     compressions: ClassVar[tuple[str, ...]] = ()
     #: True: files hold rows of tensor columns (writers get record batches); False: one
-    #: serialized record per row (writers get a binary array).
+    #: serialized record per row (`tensor_data` gives one binary column named `serialized`,
+    #: writers get a binary array).
     columnar: ClassVar[bool] = True
     #: True: an unpartitioned output without records still gets its (empty) files, so that a
     #: reader of `part-*` finds a whole output.
