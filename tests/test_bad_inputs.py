@@ -779,6 +779,22 @@ def test_an_input_store_that_does_not_answer_is_one_line_within_the_probe_time(t
     assert not out.exists()
 
 
+def test_the_probe_time_is_for_all_input_patterns_together(monkeypatch):
+    """Several inputs on a dead store do not wait PROBE_TIMEOUT each (three patterns took over
+    three minutes): `a` answers after 1 s, `b` gets the 0.5 s left of 1.5 s and is named."""
+    import time
+
+    from beam_tensorize.job import preflight
+
+    monkeypatch.setattr(preflight, "match_files", lambda pattern, **kwargs: time.sleep(1.0))
+    with pytest.raises(OSError) as raised:
+        preflight.check_inputs_found(["gs://a/*.avro", "gs://b/*.avro", "gs://c/*.avro"], timeout=1.5)
+    assert str(raised.value) == (
+        "cannot list the input gs://b/*.avro: no answer within 1.5 s; check the network and the "
+        "credentials of its file system"
+    )
+
+
 def test_a_huge_string_value_does_not_travel_whole_in_the_report(tmp_path, capsys):
     """One 24 MiB string (the issue's case was 1 GB, which failed after minutes with Beam's
     gRPC-size advice): the report's statistics hold its start, length and digest only."""

@@ -73,16 +73,17 @@ def check_output_writable(output: str, timeout: float = PROBE_TIMEOUT) -> None:
 
 
 def check_inputs_found(patterns, timeout: float | None = None) -> None:
-    """Every input pattern matches a file, found out in at most `timeout` seconds each (an
-    object store that does not answer retries for minutes).
+    """Every input pattern matches a file, found out in at most `timeout` seconds for all the
+    patterns together (an object store that does not answer retries for minutes, for each one).
 
     Raises:
         FileNotFoundError: a pattern matches nothing (object stores: or could not be listed).
         OSError: no answer within `timeout` seconds; the message names the pattern.
     """
     timeout = PROBE_TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + timeout
     for pattern in patterns:
-        finished, err = _within(timeout, match_files, pattern, note=False)
+        finished, err = _within(max(deadline - time.monotonic(), 0.0), match_files, pattern, note=False)
         remote = "://" in pattern and not pattern.startswith("file://")
         if not finished:
             raise OSError(

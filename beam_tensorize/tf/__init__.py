@@ -2,12 +2,17 @@
 HybridBackend's data-loading API (`Dataset.from_parquet`, `ParquetDataset`, `rebatch`,
 `parse`, `deduplicate`, `populate_defaults`, `DataFrame`): `import beam_tensorize.tf as data` stands for `hb.data`.
 
-Importing this package imports TensorFlow.
+Importing this package imports TensorFlow (without the lines its C++ prints on a machine without
+a GPU: see `_quiet`).
 """
 
-from beam_tensorize.tf.dataframe import DataFrame
-from beam_tensorize.tf.dataset import load_metadata, make_dataset, parse_spec
-from beam_tensorize.tf.parquet import (
+from beam_tensorize.tf._quiet import import_tensorflow
+
+import_tensorflow()  # first: the modules below import TensorFlow
+
+from beam_tensorize.tf.dataframe import DataFrame  # noqa: E402 - after import_tensorflow
+from beam_tensorize.tf.dataset import load_metadata, make_dataset, parse_spec  # noqa: E402
+from beam_tensorize.tf.parquet import (  # noqa: E402
     Dataset,
     ParquetDataset,
     TabularDataset,
