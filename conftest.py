@@ -40,9 +40,11 @@ def _direct_runner_in_process():
     switching.run_pipeline = run_as_beam_does
 
 
-#: Test modules that run many whole jobs, a Spark session, other runners or a browser.
-_SLOW_MODULES = ("test_commit_protocol.py", "test_report_browser.py", "test_scale.py", "test_spark.py",
-                 "test_spark_session.py", "test_runners.py")  # fmt: skip
+#: Test modules that run many whole jobs, a Spark session, other runners or a browser (their
+#: paths from the repository's root, as in the tests' node ids).
+_SLOW_MODULES = ("tests/e2e/test_commit_protocol.py", "tests/kernels/report/test_page_in_a_browser.py",
+                 "tests/e2e/test_scale.py", "tests/spark/test_tensorize.py", "tests/spark/test_session.py",
+                 "tests/runners/test_each_runner.py")  # fmt: skip
 
 
 def pytest_collection_modifyitems(config, items):
@@ -50,7 +52,7 @@ def pytest_collection_modifyitems(config, items):
     `pytest -m "not slow"` is a quick run (README)."""
     for item in items:
         if (
-            item.path.name in _SLOW_MODULES
+            item.nodeid.split("::")[0] in _SLOW_MODULES
             or item.get_closest_marker("spark")
             or item.get_closest_marker("runners")
         ):

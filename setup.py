@@ -35,7 +35,7 @@ EXTRAS_REQUIRE = {
         "apache-beam[aws]>=2.60,<3",
         # The report page's browser test drives Debian's chromium over the DevTools protocol.
         "websockets>=12",
-        # TF Transform analyses an output with its metadata/schema.pbtxt (tests/test_tfx_schema.py).
+        # TF Transform analyses an output with its metadata/schema.pbtxt (tests/kernels/test_tfmd_schema.py).
         "tensorflow-transform>=1.21",
     ],
     "aws": ["apache-beam[aws]>=2.60,<3"],
@@ -77,5 +77,8 @@ setup(
             ["beam_tensorize/kernels/tfrecord/_tfrecordencode.c"],
             optional=True,
         ),
+        # Optional: the sparse indices of list columns for Dataset.from_parquet (fallback: numpy,
+        # see beam_tensorize/tf/_chunks.py).
+        Extension("beam_tensorize.tf._sparseindex", ["beam_tensorize/tf/_sparseindex.c"], optional=True),
     ],
 )

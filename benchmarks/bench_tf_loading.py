@@ -155,6 +155,9 @@ elif reader == "tfrecord":
     spec = {name: tf.io.FixedLenFeature([], tf.int64 if k in ("int", "uniform") else tf.float32 if k == "float" else tf.string)
             if k != "list" else tf.io.RaggedFeature(tf.int64) for name, k in columns}
     ds = tf.data.TFRecordDataset(path).batch(batch).map(lambda r: tf.io.parse_example(r, spec))
+elif reader == "structure":  # one batch of from_parquet's, repeated: no reading, no function
+    from beam_tensorize.tf import Dataset
+    ds = tf.data.Dataset.from_tensors(next(iter(Dataset.from_parquet(path, batch_size=batch)))).repeat()
 else:
     from beam_tensorize.tf import Dataset
     ds = Dataset.from_parquet(path, batch_size=batch)
@@ -162,6 +165,20 @@ if sys.argv[5] == "off":  # the same for the three TensorFlow readers
     options = tf.data.Options()
     options.autotune.enabled = False
     ds = ds.with_options(options)
+if sys.argv[7] == "first":  # a new iterator's first batch, after one iterator made before
+    @tf.function
+    def first(dataset):
+        return dataset.take(1).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
+    first(ds)
+    walls, cpus = [], []
+    for _ in range(7):
+        start, cpu = time.perf_counter(), time.process_time()
+        first(ds)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    walls.sort(); cpus.sort()
+    print(json.dumps({"seconds": walls[3], "cpu": cpus[3], "batches": 1, "user": 0.0}))
+    sys.exit(0)
 @tf.function
 def consume(dataset):
     return dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
@@ -174,13 +191,13 @@ print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_ti
 
 
 def measure(
-    reader: str, path: str, autotune: str = "on", data: str = "categorical", cpus: int = 1
+    reader: str, path: str, autotune: str = "on", data: str = "categorical", cpus: int = 1, what: str = "all"
 ) -> dict[str, float]:
     """Seconds per batch of `reader` in a fresh process: wall clock, CPU time, and the user
     part of the CPU time (the rest is the kernel's: mostly first touches of fresh memory)."""
     batch = HB_BATCH if data == "hybridbackend" else BATCH
     out = subprocess.run(
-        [sys.executable, "-c", _READER, reader, path, str(batch), json.dumps(_columns(data)), autotune, str(cpus)],
+        [sys.executable, "-c", _READER, reader, path, str(batch), json.dumps(_columns(data)), autotune, str(cpus), what],
         capture_output=True, text=True,
     )  # fmt: skip
     if out.returncode:
@@ -201,6 +218,28 @@ READERS = {
     "pyarrow": "parquet",
     "pyarrow_jemalloc": "parquet",
 }
+
+
+def _first_batch(paths: dict[str, str], args) -> None:
+    """A new iterator's first batch (median of 7 in each process, then of the runs), for the
+    TensorFlow readers and for `structure`: a dataset of one batch of the same element
+    structure, made before (TensorFlow's own cost of an iterator giving such elements)."""
+    readers = {"csv": "csv", "tfrecord": "tfrecord", "from_parquet": "parquet", "structure": "parquet"}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in readers}
+    for _ in range(args.runs):
+        for name, kind in readers.items():
+            runs[name].append(measure(name, paths[kind], args.autotune, args.data, what="first"))
+    print(
+        f"{'reader':14} {'wall ms':>10} {'CPU ms':>10}   (a new iterator's first batch, median of {args.runs})"
+    )
+    cpu = {}
+    for name in readers:
+        wall, cpu[name] = (statistics.median(r[k] for r in runs[name]) * 1000 for k in ("wall", "CPU"))
+        print(f"{name:14} {wall:10.1f} {cpu[name]:10.1f}")
+    print(
+        f"from_parquet: {cpu['from_parquet']:.0f} ms CPU (target <= 50), of which TensorFlow's cost of the "
+        f"element structure alone {cpu['structure']:.0f} ms; csv {cpu['csv']:.0f} ms, tfrecord {cpu['tfrecord']:.0f} ms"
+    )
 
 
 def _scaling(path: str, args) -> None:
@@ -238,6 +277,11 @@ def main() -> None:
         "at 2, pyarrow decoding in threads), alternating; prints the two-CPU / one-CPU rates",
     )  # fmt: skip
     parser.add_argument(
+        "--first-batch", action="store_true",
+        help="instead: the CPU and wall time of a new iterator's first batch (csv, tfrecord, from_parquet, and "
+        "a dataset of one ready batch of the same structure: TensorFlow's own cost of such an iterator)",
+    )  # fmt: skip
+    parser.add_argument(
         "--readers", default=",".join(READERS),
         help="the readers to run, comma-separated (ratios need from_parquet and a floor)",
     )  # fmt: skip
@@ -256,6 +300,9 @@ def main() -> None:
                 f"{time.perf_counter() - started:.0f} s"
             )
         sizes = {name: os.path.getsize(path) for name, path in paths.items()}
+        if args.first_batch:
+            _first_batch(paths, args)
+            return
         if args.scaling:
             _scaling(paths["parquet"], args)
             return

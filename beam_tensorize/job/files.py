@@ -396,7 +396,7 @@ def _bucket_and_key(path: str) -> tuple[str, str]:
 
 def _s3_client(path: str):
     # Beam's S3 file system holds the job's S3 options (endpoint, credentials); its boto3
-    # client is `S3IO(options).client.client` (checked by tests/test_object_store.py).
+    # client is `S3IO(options).client.client` (checked by tests/e2e/test_s3.py).
     from apache_beam.io.aws import s3io
 
     return s3io.S3IO(options=FileSystems._beam().get_filesystem(path)._options).client.client
@@ -404,7 +404,7 @@ def _s3_client(path: str):
 
 def _gcs_bucket(path: str):
     # Beam's GCS file system holds the job's options (project, credentials, emulator host); its
-    # google-cloud-storage client is `_gcsIO().client` (checked by tests/test_gcs.py).
+    # google-cloud-storage client is `_gcsIO().client` (checked by tests/e2e/test_gcs.py).
     return FileSystems._beam().get_filesystem(path)._gcsIO().client.bucket(_bucket_and_key(path)[0])
 
 

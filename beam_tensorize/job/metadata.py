@@ -1,5 +1,15 @@
 """The metadata document of an output folder (`metadata/tensor_metadata.json`, and beside it
-the TensorFlow Metadata schema `metadata/schema.pbtxt`): read and write."""
+the TensorFlow Metadata schema `metadata/schema.pbtxt`): read and write.
+
+Example:
+    >>> import tempfile
+    >>> from beam_tensorize.config import load_config
+    >>> from beam_tensorize.sample import SAMPLE_CONFIG
+    >>> path = write_metadata({"trainingData": {"files": [], "numRecords": 0}},
+    ...                       load_config(SAMPLE_CONFIG), tempfile.mkdtemp())
+    >>> path.endswith("metadata/tensor_metadata.json")
+    True
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ import json
 import logging
 import posixpath
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
@@ -61,7 +72,8 @@ def write_metadata(
     string_domains: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """Write the metadata document with its `schema.pbtxt` (see `stage_metadata_files`) and, if
-    asked, the feature lists, now or as part of `txn`; returns the document's path.
+    asked, the feature lists, now or as part of `txn`; returns the document's path (an example
+    in the module's docstring).
 
     What `EmitMetadata` does when the job runs: entries of other splits in an existing
     document are kept; the files take their places in one atomic commit.
@@ -85,48 +97,60 @@ def write_metadata(
             them at once, in a transaction of their own.
         string_domains: `{string feature: its values}` for `schema.pbtxt`
             (`beam_tensorize.job.report.schema_string_domains`).
-
-    Example:
-        >>> import tempfile
-        >>> from beam_tensorize.config import load_config
-        >>> from beam_tensorize.sample import SAMPLE_CONFIG
-        >>> path = write_metadata({"trainingData": {"files": [], "numRecords": 0}},
-        ...                       load_config(SAMPLE_CONFIG), tempfile.mkdtemp())
-        >>> path.endswith("metadata/tensor_metadata.json")
-        True
     """
-    if txn is None:
-        with Transaction(output_dir) as txn:
-            return write_metadata(
-                splits, config, output_dir, compression, write_lists, lists, extra, maxima,
-                add_to_recorded, discard_unknown, transform, txn, string_domains,
-            )  # fmt: skip
-    lists = dict(lists or {})
-    if write_lists:
-        paths = write_feature_lists(lists, output_dir, txn)
-    else:
-        paths = {name: posixpath.join(FEATURE_LIST_FOLDER, name) for name in lists}
+    with _transaction(txn, output_dir) as txn:
+        lists = dict(lists or {})
+        paths = _feature_list_paths(lists, output_dir, txn if write_lists else None)
+        previous = read_metadata(output_dir) or {}
+        document = build_metadata(
+            config,
+            _merged_data(splits, previous),
+            lists,
+            paths,
+            compression=compression,
+            extra_columns=extra,
+            maxima=_run_maxima(maxima, add_to_recorded, previous, config),
+            discard_unknown=discard_unknown,
+            transform=transform if transform is not None else previous.get("transform"),
+        )
+        return _stage_document(txn, output_dir, document, string_domains)
+
+
+def _transaction(txn: Transaction | None, output_dir: str) -> AbstractContextManager[Transaction]:
+    """`txn` itself (left open), or else a transaction of its own, committed when it ends."""
+    return Transaction(output_dir) if txn is None else nullcontext(txn)
+
+
+def _feature_list_paths(
+    lists: Mapping[str, FeatureList], output_dir: str, txn: Transaction | None
+) -> dict[str, str]:
+    """Tensor name -> its feature list's path in the output; `txn` given: write the lists too."""
+    if txn is not None:
+        return write_feature_lists(lists, output_dir, txn)
+    return {name: posixpath.join(FEATURE_LIST_FOLDER, name) for name in lists}
+
+
+def _merged_data(splits: Mapping[str, Mapping], previous: Mapping) -> dict[str, Mapping]:
+    """The `data` entry: this run's splits, then the other splits the document records."""
     data = dict(splits)
-    previous = read_metadata(output_dir)
-    if previous:
-        for name, info in previous.get("data", {}).items():
-            data.setdefault(name, info)
+    for name, info in previous.get("data", {}).items():
+        data.setdefault(name, info)
+    return data
+
+
+def _run_maxima(
+    maxima: Mapping[str, int] | None, add_to_recorded: bool, previous: Mapping, config: TensorizeConfig
+) -> Mapping[str, int]:
+    """The integer maxima to record: this run's, the recorded ones (None), or both (appending)."""
     recorded = _recorded_maxima(previous, config) if previous else {}
     if maxima is None:
-        maxima = recorded
-    elif add_to_recorded:
-        maxima = merge_maxima([recorded, maxima])
-    document = build_metadata(
-        config,
-        data,
-        lists,
-        paths,
-        compression=compression,
-        extra_columns=extra,
-        maxima=maxima,
-        discard_unknown=discard_unknown,
-        transform=transform if transform is not None else (previous or {}).get("transform"),
-    )
+        return recorded
+    return merge_maxima([recorded, maxima]) if add_to_recorded else maxima
+
+
+def _stage_document(
+    txn: Transaction, output_dir: str, document: Mapping, string_domains: Mapping | None
+) -> str:
     folder = posixpath.join(output_dir, posixpath.dirname(METADATA_FILE))
     path = stage_metadata_files(txn, folder, document, string_domains)
     _LOGGER.info("Staged %s", path)

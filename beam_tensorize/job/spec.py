@@ -47,6 +47,11 @@ def _positive(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _fraction(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, got {value!r}")
+
+
 def _names(name: str, value) -> tuple[str, ...]:
     if isinstance(value, str):
         raise TypeError(f"{name} must be a list of names, not the string {value!r}")
@@ -149,7 +154,27 @@ class TensorizeSpec:
     split_bytes: int = formats.DEFAULT_SPLIT_BYTES
 
     def __post_init__(self):
-        set_ = object.__setattr__
+        # One check per subject, in this order (a setting's check may rely on earlier ones).
+        self._check_config()
+        self._check_output_and_inputs()
+        self._check_modes()
+        self._check_files()
+        self._check_output_format()
+        self._check_bad_records()
+        self._check_feature_lists()
+        extra = self._check_extra_columns()
+        self._check_partitions(extra)
+        self._check_skip_conversion()
+        self._check_dedup()
+        self._check_report()
+        _positive("batch_rows", self.batch_rows)
+        _positive("split_bytes", self.split_bytes)
+
+    def _set(self, name: str, value) -> None:
+        """Store a normalised setting (the dataclass is frozen)."""
+        object.__setattr__(self, name, value)
+
+    def _check_config(self) -> None:
         config = self.config
         if isinstance(config, (str, os.PathLike)):
             config = load_config(os.fspath(config))
@@ -157,97 +182,117 @@ class TensorizeSpec:
             raise TypeError(
                 f"config must be a TensorizeConfig or a config file path, got {type(config).__name__}"
             )
-        set_(self, "config", config)
+        self._set("config", config)
+
+    def _check_output_and_inputs(self) -> None:
         if not isinstance(self.output, str) or not self.output.strip():
             raise TypeError(f"output must be a non-empty folder path, got {self.output!r}")
-        set_(self, "output", self.output.rstrip("/") or "/")
+        self._set("output", self.output.rstrip("/") or "/")
         inputs = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs)
         if not all(isinstance(p, str) and p.strip() for p in inputs):
             raise ValueError(f"inputs must be non-empty file patterns, got {list(inputs)!r}")
-        set_(self, "inputs", inputs)
+        self._set("inputs", inputs)
+
+    def _check_modes(self) -> None:
+        """The input format and the execution mode (Avro2TF's names accepted)."""
         if self.input_format != formats.AUTO:
             formats.get_format(self.input_format)
-        set_(self, "execution_mode", _MODE_ALIASES.get(self.execution_mode, self.execution_mode))
+        self._set("execution_mode", _MODE_ALIASES.get(self.execution_mode, self.execution_mode))
         if self.execution_mode not in SPLIT_FOLDERS:
             raise ValueError(
                 f"execution_mode {self.execution_mode!r} is not one of {', '.join(EXECUTION_MODES)}"
             )
+
+    def _check_files(self) -> None:
+        """How records are spread over files: `num_shards` or `max_records_per_file`."""
         if self.num_shards is not None:
             _positive("num_shards", self.num_shards)
         if self.max_records_per_file is not None:
             _positive("max_records_per_file", self.max_records_per_file)
             if self.num_shards is not None:
                 raise ValueError("give num_shards or max_records_per_file, not both")
+
+    def _check_output_format(self) -> None:
+        """The output format and its compression (None: the format's default)."""
         if self.output_format not in output_format_names():
             raise ValueError(
                 f"output_format {self.output_format!r} is not one of {', '.join(output_format_names())}"
             )
         if self.compression is None:
-            set_(self, "compression", get_output_format(self.output_format).compressions[0])
+            self._set("compression", get_output_format(self.output_format).compressions[0])
         check_output_format(self.output_format, self.compression, "compression")
+
+    def _check_bad_records(self) -> None:
+        """The save mode and the share of bad rows allowed."""
         if self.save_mode not in SAVE_MODES:
             raise ValueError(f"save_mode {self.save_mode!r} is not one of {', '.join(SAVE_MODES)}")
-        ratio = self.max_bad_records_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio <= 1.0:
-            raise ValueError(f"max_bad_records_ratio must be between 0 and 1, got {ratio!r}")
+        _fraction("max_bad_records_ratio", self.max_bad_records_ratio)
+
+    def _check_feature_lists(self) -> None:
         groups = tuple(_names("shared_feature_lists group", g) for g in self.shared_feature_lists)
-        set_(self, "shared_feature_lists", groups)
-        feature_list_groups(config, groups)
-        set_(self, "extra_columns", _names("extra_columns", self.extra_columns))
+        self._set("shared_feature_lists", groups)
+        feature_list_groups(self.config, groups)
+
+    def _check_extra_columns(self) -> tuple[str, ...]:
+        """Check the extra columns; returns the names they are written under."""
+        self._set("extra_columns", _names("extra_columns", self.extra_columns))
         names = extra_column_names(self.extra_columns)
-        clash = set(names) & set(config.tensor_names)
+        clash = set(names) & set(self.config.tensor_names)
         if clash:
             raise ValueError(f"extra columns {sorted(clash)} have the names of tensors")
         if len(set(names)) < len(names):
             raise ValueError(f"extra columns {list(names)}: a name is used twice")
-        set_(self, "partition_by", _names("partition_by", self.partition_by))
-        check_partition_columns(config, self.partition_by, names)
-        if self.partition_field_name is not None:
-            field = self.partition_field_name
-            if not isinstance(field, str) or not field.strip():
-                raise ValueError(f"partition_field_name must name a column, got {field!r}")
-            if self.partition_by:
-                raise ValueError(
-                    "give partition_field_name (partition=<id>/ folders) or partition_by, not both"
-                )
-            _positive("num_partitions", self.num_partitions)
-            check_partition_columns(config, (field,), names, "partition_field_name")
-            taken = {PARTITION_ID_COLUMN, PARTITION_FOLDER_COLUMN} & (set(names) | set(config.tensor_names))
-            if taken:
-                raise ValueError(
-                    f"{sorted(taken)} name the partition id columns; rename the tensor or extra column"
-                )
+        return names
+
+    def _check_partitions(self, extra: tuple[str, ...]) -> None:
+        """`partition_by`, or Avro2TF's `partition_field_name` with `num_partitions`."""
+        config = self.config
+        self._set("partition_by", _names("partition_by", self.partition_by))
+        check_partition_columns(config, self.partition_by, extra)
+        if self.partition_field_name is None:
+            return
+        field = self.partition_field_name
+        if not isinstance(field, str) or not field.strip():
+            raise ValueError(f"partition_field_name must name a column, got {field!r}")
+        if self.partition_by:
+            raise ValueError("give partition_field_name (partition=<id>/ folders) or partition_by, not both")
+        _positive("num_partitions", self.num_partitions)
+        check_partition_columns(config, (field,), extra, "partition_field_name")
+        taken = {PARTITION_ID_COLUMN, PARTITION_FOLDER_COLUMN} & (set(extra) | set(config.tensor_names))
+        if taken:
+            raise ValueError(
+                f"{sorted(taken)} name the partition id columns; rename the tensor or extra column"
+            )
+
+    def _check_skip_conversion(self) -> None:
         if self.skip_conversion and self.execution_mode != "train":
             raise ValueError(
                 "skip_conversion writes the feature lists and metadata of train mode; use execution_mode train"
             )
+
+    def _check_dedup(self) -> None:
+        """HybridBackend's deduplication: `dedup_block_size` with `dedup_user_cols`."""
         groups = tuple(tuple(g) for g in self.dedup_user_cols)
-        set_(self, "dedup_user_cols", groups)
+        self._set("dedup_user_cols", groups)
         if (self.dedup_block_size is None) != (not groups):
             raise ValueError("give dedup_block_size and dedup_user_cols together")
-        if groups:
-            _positive("dedup_block_size", self.dedup_block_size)
-            if self.output_format != "parquet":
-                raise ValueError("deduplication writes Parquet blocks: use output_format parquet")
-            if self.folder_columns:
-                raise ValueError("deduplication and partition folders exclude each other")
-            if self.save_mode == "append":
-                raise ValueError(
-                    "deduplicated output cannot be appended to; write it anew (save_mode overwrite)"
-                )
-            if any(not g or not all(isinstance(c, str) and c for c in g) for g in groups):
-                raise ValueError(f"dedup_user_cols must be groups of column names, got {list(groups)}")
+        if not groups:
+            return
+        _positive("dedup_block_size", self.dedup_block_size)
+        if self.output_format != "parquet":
+            raise ValueError("deduplication writes Parquet blocks: use output_format parquet")
+        if self.folder_columns:
+            raise ValueError("deduplication and partition folders exclude each other")
+        if self.save_mode == "append":
+            raise ValueError("deduplicated output cannot be appended to; write it anew (save_mode overwrite)")
+        if any(not g or not all(isinstance(c, str) and c for c in g) for g in groups):
+            raise ValueError(f"dedup_user_cols must be groups of column names, got {list(groups)}")
+
+    def _check_report(self) -> None:
+        """The run report's format and its drift threshold."""
         if self.report not in REPORT_FORMATS:
             raise ValueError(f"report {self.report!r} is not one of {', '.join(REPORT_FORMATS)}")
-        threshold = self.drift_threshold
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, (int, float))
-            or not 0.0 <= threshold <= 1.0
-        ):
-            raise ValueError(f"drift_threshold must be between 0 and 1, got {threshold!r}")
-        _positive("batch_rows", self.batch_rows)
-        _positive("split_bytes", self.split_bytes)
+        _fraction("drift_threshold", self.drift_threshold)
 
     @property
     def split(self) -> str:

@@ -1,4 +1,4 @@
-"""Apache Beam internals this package relies on, in one place (`tests/test_runners.py` fails
+"""Apache Beam internals this package relies on, in one place (`tests/runners/test_each_runner.py` fails
 loudly, naming them, when a Beam release moves them).
 
 * `fn_runner.FnApiRunner(provision_info=...)` and `fn_runner.ExtendedProvisionInfo`: the

@@ -1,4 +1,4 @@
-"""PySpark internals this package relies on, in one place (`tests/test_spark_session.py`
+"""PySpark internals this package relies on, in one place (`tests/spark/test_session.py`
 fails loudly, naming them, when a PySpark release moves them).
 
 * `pyspark.sql.pandas.types.from_arrow_schema` / `to_arrow_schema`: Spark <-> Arrow schemas

@@ -54,6 +54,11 @@ __all__ = ["Layout"]
 _Value = DataFrame.Value
 _SPLITS = tf.int64
 
+try:  # the sparse indices of list columns in C (setup.py builds it where a compiler is)
+    from beam_tensorize.tf import _sparseindex as _NATIVE
+except ImportError:  # pragma: no cover - numpy does the same
+    _NATIVE = None
+
 
 def _empty(shape: Sequence[int], dtype) -> np.ndarray:
     """An uninitialised array in Arrow's memory pool (64-byte aligned); a large one reuses a
@@ -176,18 +181,52 @@ def _into_batches(out: np.ndarray, values: np.ndarray, batch_size: int) -> None:
         out[full, rest:] = 0
 
 
+def _sparse_layout(splits: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For one-level lists laid out as `_Group._lists` lays them out (`splits`: `[batches,
+    columns, batch_size + 1]`, from 0 in each batch and column): each value's `[row, position]`
+    in its batch (a `tf.SparseTensor`'s indices, in the values' order), the number of values of
+    each batch and column, and each one's dense shape `[rows of the batch, longest list]`."""
+    batches, k, width = splits.shape
+    size = width - 1
+    counts = np.ascontiguousarray(splits[:, :, -1])
+    indices = _empty((int(counts.sum()), 2), np.int64)
+    shapes = np.empty((batches, k, 2), np.int64)
+    shapes[:, :, 0] = np.minimum(size, rows - size * np.arange(batches))[:, None]
+    if _NATIVE is not None:
+        widths = np.empty((batches, k), np.int64)
+        _NATIVE.fill_indices(np.ascontiguousarray(splits), indices, size, widths)
+        shapes[:, :, 1] = widths
+    else:
+        lengths = np.diff(splits, axis=2)  # [batches, k, size]; rows past the chunk's end: 0
+        shapes[:, :, 1] = lengths.max(axis=2)
+        flat = lengths.reshape(-1)
+        indices[:, 0] = np.repeat(np.tile(np.arange(size, dtype=np.int64), batches * k), flat)
+        starts = np.zeros(len(flat), np.int64)
+        np.cumsum(flat[:-1], out=starts[1:])
+        np.subtract(np.arange(len(indices), dtype=np.int64), np.repeat(starts, flat), out=indices[:, 1])
+    return indices, counts, shapes
+
+
 class _Group:
     """Columns of one dtype and nesting carried together (`ragged_rank` 0: a
     `[batches, columns, batch_size]` array; 1: values batch by batch and their row splits;
     deeper: one column alone)."""
 
-    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int, one_per_chunk: bool = False):
+    def __init__(
+        self,
+        fields: Sequence[DataFrame.Field],
+        batch_size: int,
+        one_per_chunk: bool = False,
+        sparse: bool = False,
+    ):
         self.fields = list(fields)
         self.dtype = fields[0].dtype
         self.rank = fields[0].ragged_rank
         self.batch_size = batch_size
         #: numbers column by column, as Arrow decoded them (each chunk is one batch)
         self.direct = one_per_chunk and self.rank == 0 and self.dtype != tf.string
+        #: one-level lists cut as `tf.SparseTensor`s, their indices made with the chunk
+        self.sparse = sparse and self.rank == 1
 
     def signature(self) -> tuple:
         k, size = len(self.fields), self.batch_size
@@ -203,6 +242,14 @@ class _Group:
             if strings
             else (tf.TensorSpec([None], self.dtype),)
         )
+        if self.sparse:  # the values; their sparse indices; values and dense shape per batch and column
+            return (
+                values,
+                tf.TensorSpec([None, 2], tf.int64),
+                tf.TensorSpec([None, k], tf.int64),
+                tf.TensorSpec([None, k, 2], tf.int64),
+                tf.TensorSpec([None], tf.int64),
+            )
         if self.rank == 1:  # the values; the splits of each batch; where each batch's values start
             return values, tf.TensorSpec([None, k, size + 1], _SPLITS), tf.TensorSpec([None], tf.int64)
         return values, tuple(tf.TensorSpec([None], _SPLITS) for _ in range(self.rank))
@@ -272,7 +319,10 @@ class _Group:
             for target, source in zip(targets, sources):
                 pieces = [column[lo:hi] for column, lo, hi in zip(source, low, high)]
                 np.concatenate(pieces, out=target[bounds[b] : bounds[b + 1]], casting="unsafe")
-        return ((data, values) if self.dtype == tf.string else (values,)), splits, bounds
+        values = (data, values) if self.dtype == tf.string else (values,)
+        if self.sparse:
+            return (values, *_sparse_layout(splits, rows), bounds)
+        return values, splits, bounds
 
     def tensors(self, encoded: tuple) -> tuple:
         """The group's tensors for the whole chunk (list strings made)."""
@@ -293,12 +343,20 @@ class _Group:
         if self.rank == 0:
             if self.dtype == tf.string:
                 data, bounds = tensors
-                piece = bounds[index][:, :, :rows]
-                starts, lengths = tf.unstack(piece[0], num=k), tf.unstack(piece[1], num=k)
-                return {n: tf.strings.substr(data, p, q) for n, p, q in zip(names, starts, lengths)}
+                piece = bounds[index][:, :, :rows]  # one op for all the columns' strings
+                return dict(zip(names, tf.unstack(tf.strings.substr(data, piece[0], piece[1]), num=k)))
             else:
                 values = tensors[0][index][:, :rows]  # no copy but for a last, shorter batch
             return dict(zip(names, tf.unstack(values, num=k)))
+        if self.sparse:
+            values, indices, counts, shapes, bounds = tensors
+            low, high = bounds[index], bounds[index + 1]
+            parts = tf.split(values[low:high], counts[index], num=k)
+            places = tf.split(indices[low:high], counts[index], num=k)
+            return {
+                name: tf.SparseTensor(place, part, shape)
+                for name, part, place, shape in zip(names, parts, places, tf.unstack(shapes[index], num=k))
+            }
         if self.rank == 1:
             values, splits, bounds = tensors
             piece = splits[index][:, : rows + 1]
@@ -318,15 +376,26 @@ class Layout:
     """How the fields of a chunk are grouped (see the module docstring), for batches of
     `batch_size` rows; `one_per_chunk`: no chunk will hold more than one batch."""
 
-    def __init__(self, fields: Sequence[DataFrame.Field], batch_size: int, one_per_chunk: bool = False):
+    def __init__(
+        self,
+        fields: Sequence[DataFrame.Field],
+        batch_size: int,
+        one_per_chunk: bool = False,
+        sparse: Sequence[str] = (),
+    ):
         self.fields = list(fields)
         self.batch_size = batch_size
         self.one_per_chunk = one_per_chunk
+        sparse = {f.name for f in fields if f.name in set(sparse) and f.ragged_rank == 1 and not f.shape}
         groups: dict[Any, list[DataFrame.Field]] = {}
         for field in fields:
-            key = (field.dtype, field.ragged_rank) if field.ragged_rank <= 1 else field.name
+            key = (
+                (field.dtype, field.ragged_rank, field.name in sparse)
+                if field.ragged_rank <= 1
+                else field.name
+            )
             groups.setdefault(key, []).append(field)
-        self._groups = [_Group(g, batch_size, one_per_chunk) for g in groups.values()]
+        self._groups = [_Group(g, batch_size, one_per_chunk, g[0].name in sparse) for g in groups.values()]
 
     def signature(self) -> dict:
         """The `output_signature` of a generator of `encode`d chunks."""
@@ -353,22 +422,36 @@ class Layout:
             batch.update(group.cut(tensors, index, rows))
         return {f.name: batch[f.name] for f in self.fields}
 
-    def batches(self, chunks: tf.data.Dataset) -> tf.data.Dataset:
-        """The batches of a dataset of `encode`d chunks.
+    def batches(self, chunks: tf.data.Dataset, drop_remainder: bool = False, then=None) -> tf.data.Dataset:
+        """The batches of a dataset of `encode`d chunks; `drop_remainder`: without a last batch
+        shorter than `batch_size`; `then(batch, rows)`: applied to each batch in the same `map`.
 
         With `one_per_chunk`, each chunk is a batch as it is (one `map`). Otherwise each
         chunk is paired with the index of each of its batches by a small function, and the
         batches are cut by one `map` of the pipeline itself: a function that `flat_map`
         nested (cutting inside the per-chunk dataset) is instantiated and optimized again
         with each function enclosing it, each time an iterator is made (~0.2 s for 200
-        columns)."""
+        columns). Every op of that `map` is paid again by each new iterator, which is why a
+        batch is a few ops per group and `then` runs in the same function."""
+        size = self.batch_size
 
         def indexed(chunk):
-            count = (chunk["rows"] + self.batch_size - 1) // self.batch_size
+            count = (chunk["rows"] + size - 1) // size
             return tf.data.Dataset.zip(
                 tf.data.Dataset.from_tensors(chunk).repeat(), tf.data.Dataset.range(count)
             )
 
+        def batch(chunk, index):
+            cut = self.cut(chunk, index)
+            if then is None:
+                return cut
+            return then(cut, tf.minimum(chunk["rows"] - index * size, size))
+
         if self.one_per_chunk:
-            return chunks.map(lambda chunk: self.cut(self.tensors(chunk), tf.constant(0, tf.int64)))
-        return chunks.map(self.tensors).flat_map(indexed).map(self.cut)
+            if drop_remainder:
+                chunks = chunks.filter(lambda chunk: chunk["rows"] >= size)
+            return chunks.map(lambda chunk: batch(self.tensors(chunk), tf.constant(0, tf.int64)))
+        pairs = chunks.map(self.tensors).flat_map(indexed)
+        if drop_remainder:
+            pairs = pairs.filter(lambda chunk, index: chunk["rows"] - index * size >= size)
+        return pairs.map(batch)

@@ -1,5 +1,5 @@
-"""TensorFlow and pyarrow internals this package relies on, in one place (tests/test_tf_dataset.py
-and tests/test_tf_parquet.py fail loudly when they move).
+"""TensorFlow and pyarrow internals this package relies on, in one place (tests/tf/test_dataset.py
+and tests/tf/test_parquet.py fail loudly when they move).
 
 * `deprecation.silence`: parsing a `tf.io.SparseFeature` calls TF's own deprecated
   `sparse_merge`, which logs a deprecation warning on every `make_dataset` that users can do

@@ -447,7 +447,9 @@ class _Reader:
         if dedup is not None:  # read the stored blocks as they are; restored below
             fields, options = dedup.stored_fields(fields), options._replace(dedup=None)
         chunk = batch_size * max(1, _CHUNK_ROWS // batch_size)
-        layout = Layout(fields, batch_size, one_per_chunk=chunk == batch_size)
+        # lists that end as sparse tensors get their indices with the chunk (see Layout)
+        sparse = () if values or dedup is not None else self._sparse_names()
+        layout = Layout(fields, batch_size, one_per_chunk=chunk == batch_size, sparse=sparse)
         iterations = itertools.count()
 
         def stream(names) -> Iterator[dict]:
@@ -478,29 +480,35 @@ class _Reader:
                     stream, args=(names,), output_signature=signature
                 )
             )
-        dataset = layout.batches(chunks)
-        if drop_remainder:
-            first = fields[0]
-            dataset = dataset.filter(lambda batch: _batch_rows(batch[first.name]) == batch_size)
-        if dedup is not None:
-            names = [f.name for f in self._read_fields]
-            dataset = dataset.map(functools.partial(_restored, dedup=dedup, names=names))
-        return self._finish(dataset, values)
+        finish = self._finisher(values)
+        if dedup is None:  # one map: every op in it is paid again by each new iterator
+            return layout.batches(chunks, drop_remainder, finish)
+        dataset = layout.batches(chunks, drop_remainder)
+        names = [f.name for f in self._read_fields]
+        dataset = dataset.map(functools.partial(_restored, dedup=dedup, names=names))
+        if finish is None:
+            return dataset
+        first = names[0]
+        return dataset.map(lambda batch: finish(batch, _batch_rows(batch[first])))
 
-    def _finish(self, dataset: tf.data.Dataset, values: bool) -> tf.data.Dataset:
-        """One `map` per batch: lists as sparse (or padded) tensors, or, with `values`, kept
+    def _sparse_names(self) -> list[str]:
+        """The list fields that become `tf.SparseTensor`s (not padded, no fixed shape)."""
+        padded = {f.name for f in self._read_fields} if self._to_dense is True else set(self._to_dense or ())
+        return [f.name for f in self._read_fields if f.ragged_rank and not f.shape and f.name not in padded]
+
+    def _finisher(self, values: bool):
+        """What makes a cut batch (and its number of rows) what the dataset gives, or None
+        when it is that already: lists as sparse (or padded) tensors, or, with `values`, kept
         as `DataFrame.Value`s (those of a fixed shape with values `[rows, *shape]`); the
         defaults added; the fields in their order."""
         fields, defaults = self._read_fields, self._defaults
         pad = True if self._to_dense is True else list(self._to_dense or ())
         shaped = [f for f in fields if f.shape]
         if values and not shaped and not defaults:
-            return dataset
+            return None
         names = [f.name for f in self.fields]
 
-        def finish(batch):
-            first = fields[0]
-            rows = _batch_rows(batch[first.name])  # before lists become sparse tensors
+        def finish(batch, rows):
             if not values:
                 batch = DataFrame.parse(batch, pad=pad, fields=fields)
             elif shaped:
@@ -513,7 +521,7 @@ class _Reader:
                 batch = {**batch, **_defaults_for(defaults, rows)}
             return {name: batch[name] for name in names}
 
-        return dataset.map(finish)
+        return finish
 
 
 def _defaults_for(fields: Sequence[_Field], rows: tf.Tensor) -> dict:

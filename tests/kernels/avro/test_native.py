@@ -37,7 +37,7 @@ from beam_tensorize.kernels.avro import (
 )
 from beam_tensorize.kernels.avro import native as avro_native
 from beam_tensorize.sample import SAMPLE_AVRO
-from tests import test_kernels_avro as avro_tests
+from tests.kernels.avro import test_decoding as avro_tests
 
 UTC = datetime.timezone.utc
 NATIVE = avro_native.available()

@@ -560,7 +560,9 @@ def test_tfrecord_source_raw_bytes_sequence_examples_and_save_modes(spark, sampl
 
 def test_the_example_of_docs_spark_md_runs(spark, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("BEAM_TENSORIZE_CACHE", str(tmp_path / "cache"))  # local_session's archive
-    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "spark.md")
+    docs = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "spark.md"
+    )
     with open(docs, encoding="utf-8") as f:
         example = f.read().split("```python\n", 1)[1].split("```", 1)[0]
     # Spark's workers resolve relative paths in the folder Spark started in: write to tmp_path.
@@ -605,7 +607,7 @@ def test_spark_writes_the_cli_files_one_per_input_split(spark, tmp_path):
     """With no `num_shards`, each Spark task reads its input split and writes its own file (no
     shuffle), and the files are those of the Beam command line, byte for byte."""
     from pipelines.tensorize import main
-    from tests.test_scale import _three_inputs, _tree
+    from tests.e2e.test_scale import _three_inputs, _tree
 
     pattern = _three_inputs(tmp_path / "in")
     assert (
@@ -637,7 +639,7 @@ def test_records_that_do_not_decode_are_the_cli_s_dead_letters(spark, tmp_path):
     same files, dead letters and counts as the command line."""
     from pipelines.tensorize import main
     from tests.conftest import UNDECODABLE_CONFIG, write_undecodable_avro
-    from tests.test_scale import _tree
+    from tests.e2e.test_scale import _tree
 
     path = write_undecodable_avro(tmp_path / "bad.avro")
     config = tmp_path / "config.json"
@@ -655,7 +657,7 @@ def test_shared_ntv_lists_by_term_discarded_unknowns_and_integer_maxima_as_the_c
     """Avro2TF's rules on both engines: NTV tensors sharing a list by term, entries beyond
     the caps discarded, numUniqueValues of an int column its maximum: the same files."""
     from pipelines.tensorize import main
-    from tests.test_scale import _tree
+    from tests.e2e.test_scale import _tree
 
     vector = {"columnConfig": {"genreFeatures": {"whitelist": ["*"]}}}
     config = tmp_path / "config.json"
@@ -792,7 +794,7 @@ def test_partition_ids_give_the_cli_files(spark, tmp_path):
     """Avro2TF's partition ids (`partitionId`, `partition=<id>/`) and a seeded shuffle: the
     same files on Spark."""
     from pipelines.tensorize import main
-    from tests.test_scale import _tree
+    from tests.e2e.test_scale import _tree
 
     flags = ["--partition_field_name", "movieId", "--num_partitions", "3", "--shuffle", "--shuffle_seed", "7"]
     flags += ["--report", "none"]  # as the Spark run (the schema's string domains come from a report)
@@ -823,7 +825,7 @@ def test_avro_output_gives_the_cli_files(spark, tmp_path, shards):
     """Avro output (Avro2TF's default): the same files on Spark as on Beam, with one file per
     input split or `num_shards` files."""
     from pipelines.tensorize import main
-    from tests.test_scale import _tree
+    from tests.e2e.test_scale import _tree
 
     flags = ["--output_format", "avro", "--quiet"] + ([] if shards is None else ["--num_shards", str(shards)])
     assert (

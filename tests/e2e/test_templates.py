@@ -12,7 +12,7 @@ import pytest
 
 from pipelines.tensorize import TensorizeOptions
 
-TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "templates")
+TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "..", "templates")
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_build_script_prints_the_gcloud_commands():
 
 def test_a_failed_install_fails_the_image_build():
     """`pip install . && pip check || true` let a failed install build an image anyway."""
-    text = open(os.path.join(os.path.dirname(__file__), "..", "templates", "Dockerfile")).read()
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "templates", "Dockerfile")).read()
     runs = [line for line in text.splitlines() if line.startswith("RUN ")]
     install = next(line for line in runs if "pip install" in line)
     assert install == "RUN pip install --no-cache-dir ." and "||" not in install

@@ -16,7 +16,7 @@ from beam_tensorize.io import ReadTFRecord, WriteTFRecord
 from beam_tensorize.sample import SAMPLE_AVRO
 from pipelines.tensorize import main
 from tests.conftest import local_server, tensor_lists
-from tests.test_tfrecord_io import _collected, _load
+from tests.io.test_tfrecord import _collected, _load
 
 BUCKET = "lake"
 

@@ -19,7 +19,7 @@ import pytest
 
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from pipelines.tensorize import main
-from tests.test_scale import _three_inputs, _tree
+from tests.e2e.test_scale import _three_inputs, _tree
 
 pyspark = pytest.importorskip("pyspark", reason="the Spark tests need the 'spark' extra")
 

@@ -343,7 +343,7 @@ def test_partitions_of_row_groups_defaults_ignore_case_and_corrupted_files(tmp_p
     """HybridBackend's `partition_count` / `partition_index` (contiguous shares of each file's
     row groups, every row in exactly one), `Field(default_value=)`, `field_ignore_case` and
     `skip_corrupted_data` (a damaged file's rest skipped, the others read)."""
-    from tests.test_bad_inputs import _flip_a_bit_in_a_data_page
+    from tests.e2e.test_bad_inputs import _flip_a_bit_in_a_data_page
 
     path = str(tmp_path / "groups.parquet")
     pq.write_table(pa.table({"Id": list(range(30))}), path, row_group_size=3)  # 10 row groups

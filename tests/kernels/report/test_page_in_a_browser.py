@@ -154,7 +154,7 @@ def browser(tmp_path_factory):
 
 
 def test_the_report_page_loads_without_errors_with_a_plot_per_tensor(tmp_path, browser):
-    from tests.test_report_pipeline import train_then_validation
+    from tests.report.test_pipelines import train_then_validation
 
     out = train_then_validation(tmp_path)
     for split in ("trainingData", "validationData"):

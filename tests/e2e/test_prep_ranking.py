@@ -247,7 +247,7 @@ def test_the_readme_example_runs_on_the_bundled_sample_and_prints_a_summary(tmp_
 
     from pipelines.tensorize import main as tensorize
 
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
     block = _re.search(r"# after the Quick start's first command.*?\n(.*?)\n```", readme, _re.S).group(1)
     args = block.replace("\\\n", " ").split()[3:]  # after `.venv/bin/python -m pipelines.prep_ranking`
     monkeypatch.chdir(tmp_path)
@@ -479,7 +479,7 @@ def test_example_records_schema_gives_tfx_bsl_the_tensors_of_make_dataset(tensor
     from tfx_bsl.public import tfxio
 
     from beam_tensorize.tf import make_dataset
-    from tests.test_tfx_schema import _files, _same, _schema
+    from tests.kernels.test_tfmd_schema import _files, _same, _schema
 
     root, tensorized_dir = tensorized
     out = root / "grouped_tfx"

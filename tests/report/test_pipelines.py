@@ -25,8 +25,8 @@ from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.transforms import HashFeatures
 from pipelines import report as report_cli
 from pipelines.tensorize import main
-from tests.test_bad_inputs import CHECK_SHAPES, two_genres_config
-from tests.test_report_kernels import (
+from tests.e2e.test_bad_inputs import CHECK_SHAPES, two_genres_config
+from tests.kernels.report.test_statistics import (
     GENERATED_CONFIG,
     HASHED_KINDS_CONFIG,
     generated_table,

@@ -172,7 +172,7 @@ def test_avro2tf_flag_names_run_the_same_job(tmp_path, capsys):
     """Avro2TF's hyphenated flags are aliases; flags meaningless on Beam give a note; flags
     of features not built yet are refused in one line."""
     from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO
-    from tests.test_scale import _tree
+    from tests.e2e.test_scale import _tree
 
     ours = ["--input", SAMPLE_AVRO, "--output", str(tmp_path / "ours"), "--config", AVRO2TF_CONFIG,
             "--execution_mode", "train", "--filter_zeros", "--quiet"]  # fmt: skip

@@ -17,8 +17,8 @@ from beam_tensorize.io import ReadTFRecord, WriteTFRecord
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from pipelines.tensorize import main
 from tests.conftest import local_server, tensor_lists
-from tests.test_object_store import assert_commit_lock_is_exclusive, assert_sample_layout
-from tests.test_tfrecord_io import _collected, _load
+from tests.e2e.test_s3 import assert_commit_lock_is_exclusive, assert_sample_layout
+from tests.io.test_tfrecord import _collected, _load
 
 BUCKET = "lake"
 

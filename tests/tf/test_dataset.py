@@ -98,7 +98,9 @@ def test_the_keras_example_trains_on_an_output(output, tmp_path, fmt):
     import importlib.util
 
     path = os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "train_keras.py"
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        "examples",
+        "train_keras.py",
     )
     spec = importlib.util.spec_from_file_location("train_keras", path)
     example = importlib.util.module_from_spec(spec)

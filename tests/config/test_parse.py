@@ -27,7 +27,7 @@ from beam_tensorize.config.expr import ExprError, parse_column_expr
 from beam_tensorize.sample import AVRO2TF_CONFIG
 
 MOVIELENS = pathlib.Path(AVRO2TF_CONFIG)  # Avro2TF's MovieLens config, bundled with the package
-SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "beam_tensorize/sample/avro2tf_config.json"
+SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "beam_tensorize/sample/avro2tf_config.json"
 DTYPES_TEXT = "int, long, float, double, string, boolean, bytes, sparseVector"
 
 

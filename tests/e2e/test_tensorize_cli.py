@@ -17,7 +17,9 @@ from pipelines.tensorize import main
 
 pytestmark = pytest.mark.pipeline
 
-SHARED_MOVIELENS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "avro2tf-movielens")
+SHARED_MOVIELENS = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "data", "avro2tf-movielens"
+)
 
 
 @pytest.fixture(scope="module")

@@ -235,7 +235,16 @@ def _with_nulls(folder) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def tfdv():
     """TFDV, imported beside tfx-bsl 1.21: `tfx_bsl.arrow.sql_util`, which TFDV 1.16 imports for
-    SQL slicing (unused here) and tfx-bsl 1.21 no longer has, stands in empty."""
+    SQL slicing (unused here) and tfx-bsl 1.21 no longer has, stands in empty.
+
+    Importing TFDV registers its own Beam coder for `pa.RecordBatch`; ours is registered again
+    after this module's tests, so that the pipelines of later tests do not pickle TFDV's coder for
+    worker processes, which cannot import TFDV without the stand-in (tests/runners/)."""
+    import apache_beam as beam
+    import pyarrow as pa
+
+    from beam_tensorize.io import RecordBatchCoder
+
     try:
         import tfx_bsl.arrow
 
@@ -251,7 +260,8 @@ def tfdv():
             f"TFDV is not installed ({error}); no release installs beside tfx-bsl 1.21 with its pins: "
             "pip install --no-deps tensorflow-data-validation==1.16.1 joblib cloudpickle pyfarmhash"
         )
-    return tensorflow_data_validation
+    yield tensorflow_data_validation
+    beam.coders.registry.register_coder(pa.RecordBatch, RecordBatchCoder)
 
 
 RUNS = {

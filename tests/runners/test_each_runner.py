@@ -25,7 +25,9 @@ from pipelines.tensorize import main
 pytestmark = [pytest.mark.pipeline, pytest.mark.runners]
 
 JOB = ["--input", SAMPLE_AVRO, "--config", AVRO2TF_CONFIG]
-SETUP_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py")
+SETUP_FILE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "setup.py"
+)
 SAME_BYTES = [
     "featureList/genreFeatures",
     "featureList/genreFeatures_term",

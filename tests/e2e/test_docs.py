@@ -41,7 +41,7 @@ import pytest
 
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 LANGUAGES = ("bash", "sh", "python", "json", "text")
 #: Pages whose untagged blocks count as `text` until they are tagged.
@@ -699,7 +699,7 @@ def errors_bad_records(doc: Doc) -> None:
     """The run the page describes: `genres` of exactly 2 values, `--check_shapes`, at most half
     the records bad (the sample file as `<file>`); the line printed is the block's, but for the
     output folder's name and the log file's."""
-    from tests.test_bad_inputs import CHECK_SHAPES, two_genres_config
+    from tests.e2e.test_bad_inputs import CHECK_SHAPES, two_genres_config
 
     doc.data("data/trainSmall.avro")
     config = two_genres_config(doc.folder)
@@ -806,7 +806,7 @@ def avro2tf_flags(doc: Doc) -> None:
         "python -m pipelines.tensorize --input 'data/*.avro' --output out --config config.json \\",
     )
     assert _avro2tf_settings(doc.block) == _avro2tf_settings(ours)
-    delegated("tests/test_avro2tf_parity.py::test_avro2tf_flag_names_run_the_same_job", "_tree")
+    delegated("tests/e2e/test_avro2tf_parity.py::test_avro2tf_flag_names_run_the_same_job", "_tree")
 
 
 def avro2tf_ours(doc: Doc) -> None:
@@ -814,7 +814,7 @@ def avro2tf_ours(doc: Doc) -> None:
     doc.config()
     spec = _avro2tf_settings(doc.block)
     assert (spec.execution_mode, spec.filter_zeros, spec.output) == ("train", True, "out")
-    delegated("tests/test_avro2tf_parity.py::test_avro2tf_flag_names_run_the_same_job", "_tree")
+    delegated("tests/e2e/test_avro2tf_parity.py::test_avro2tf_flag_names_run_the_same_job", "_tree")
 
 
 # --- docs/migrating-from-spark-tfrecord.md, docs/spark.md ------------------------------------
@@ -918,7 +918,7 @@ def report_drift_summary(doc: Doc) -> None:
     report, drift = doc.block.text.splitlines()
     assert report.strip() == "report:        tensorize_output/report/validationData.html"
     delegated(
-        "tests/test_report_pipeline.py::test_the_summary_names_the_tensors_past_the_drift_threshold",
+        "tests/report/test_pipelines.py::test_the_summary_names_the_tensors_past_the_drift_threshold",
         '"  report:        {out}/report/validationData.html"',
         json.dumps(drift),
     )
@@ -928,7 +928,7 @@ def report_anomalies_line(doc: Doc) -> None:
     head, tail = doc.block.text.strip().split(" (schema: ")
     assert head.startswith("anomalies:     ")
     delegated(
-        "tests/test_tfdv_statistics.py::test_a_validation_run_names_string_values_outside_the_train_schema",
+        "tests/kernels/report/test_tfdv_statistics.py::test_a_validation_run_names_string_values_outside_the_train_schema",
         f'"  {head} "',
         f'"(schema: {tail}"',
     )
@@ -944,7 +944,7 @@ def report_statistics_step(doc: Doc) -> None:
         "import apache_beam as beam\n"
         "from beam_tensorize import ExtractFeatures, HashFeatures, ReadTable, Tensorize, load_config\n"
         "from beam_tensorize.report import ComputeStatistics\n"
-        "from tests.test_docs import collect\n"
+        "from tests.e2e.test_docs import collect\n"
         f"config = load_config({SAMPLE_CONFIG!r})\n"
         "with beam.Pipeline() as p:\n"
         f"    batches = p | ReadTable({SAMPLE_AVRO!r}, columns=Tensorize.input_columns(config))\n"
@@ -1015,7 +1015,7 @@ def runners_direct(doc: Doc) -> None:
     assert records(doc.folder / "out") == records(doc.fixture("quick_start").output)
     _, options = parse_tensorize_flags(filled(python_module(second)[1], RUNNERS_JOB))
     assert options.get_all_options()["direct_num_workers"] == 4
-    delegated("tests/test_runners.py::test_direct_multi_processing", "multi_processing")
+    delegated("tests/runners/test_each_runner.py::test_direct_multi_processing", "multi_processing")
 
 
 def runners_dataflow(doc: Doc) -> None:
@@ -1024,7 +1024,7 @@ def runners_dataflow(doc: Doc) -> None:
     assert module == "pipelines.tensorize"
     _, options = parse_tensorize_flags(args, resolve=False)  # the config is on gs://
     assert (ROOT / options.get_all_options()["setup_file"]).samefile(ROOT / "setup.py")
-    delegated("tests/test_runners.py::test_dataflow_dry_run_job_graph", "--dry_run=True")
+    delegated("tests/runners/test_each_runner.py::test_dataflow_dry_run_job_graph", "--dry_run=True")
 
 
 def runners_portable(doc: Doc) -> None:
@@ -1037,9 +1037,10 @@ def runners_portable(doc: Doc) -> None:
         runners.append(options.get_all_options()["runner"])
     assert runners == ["FlinkRunner", "SparkRunner", "PortableRunner"]
     delegated(
-        "tests/test_runners.py::test_flink_and_spark_runner_flags_on_the_embedded_python_job_service", "embed"
+        "tests/runners/test_each_runner.py::test_flink_and_spark_runner_flags_on_the_embedded_python_job_service",
+        "embed",
     )
-    delegated("tests/test_runners.py::test_portable_runner_loopback", "PortableRunner")
+    delegated("tests/runners/test_each_runner.py::test_portable_runner_loopback", "PortableRunner")
 
 
 class _Started(Exception):
@@ -1069,7 +1070,9 @@ def runners_worker_pool(doc: Doc) -> None:
     doc.config()
     _, options = parse_tensorize_flags(filled(python_module(job)[1], RUNNERS_JOB))
     assert options.get_all_options()["environment_config"] == "WORKER_HOST:50000"
-    delegated("tests/test_runners.py::test_portable_runner_external_workers_through_the_boot_entry_point")
+    delegated(
+        "tests/runners/test_each_runner.py::test_portable_runner_external_workers_through_the_boot_entry_point"
+    )
 
 
 def runners_own_job(doc: Doc) -> None:
@@ -1200,9 +1203,9 @@ REGISTRY: dict[tuple[str, str], Entry] = {
     ("README.md", "from beam_tensorize.serving import Preprocessor"): run(
         "prelude: `records`, sample rows; the bytes compared with the job's", readme_serving),
     ("README.md", "# after the Quick start's first command: group its records by movie"): delegate(
-        "tests/test_ranking.py extracts it from README.md and runs it after the Quick start",
+        "tests/e2e/test_prep_ranking.py extracts it from README.md and runs it after the Quick start",
         lambda doc: delegated(
-            "tests/test_ranking.py::test_the_readme_example_runs_on_the_bundled_sample_and_prints_a_summary",
+            "tests/e2e/test_prep_ranking.py::test_the_readme_example_runs_on_the_bundled_sample_and_prints_a_summary",
             "README.md", "# after the Quick start's first command")),
     ("README.md", "from beam_tensorize.spark import local_session, tensorize_spark"): run(
         "on the test session's Spark, its relative paths made absolute", readme_spark, spark=True),
@@ -1236,9 +1239,9 @@ REGISTRY: dict[tuple[str, str], Entry] = {
         "JSON with comments and placeholders: the sample metadata's keys and values", metadata_transform),
     # docs/migrating-from-avro2tf.md
     ("docs/migrating-from-avro2tf.md", "python -m pipelines.tensorize --input-paths data/*.avro --working-dir out \\"): delegate(
-        "resolves to the next block's settings; tests/test_avro2tf_parity.py runs both", avro2tf_flags),
+        "resolves to the next block's settings; tests/e2e/test_avro2tf_parity.py runs both", avro2tf_flags),
     ("docs/migrating-from-avro2tf.md", "python -m pipelines.tensorize --input 'data/*.avro' --output out --config config.json \\"): delegate(
-        "flags resolved; tests/test_avro2tf_parity.py runs it beside Avro2TF's", avro2tf_ours),
+        "flags resolved; tests/e2e/test_avro2tf_parity.py runs it beside Avro2TF's", avro2tf_ours),
     # docs/migrating-from-spark-tfrecord.md
     ("docs/migrating-from-spark-tfrecord.md", "from beam_tensorize.spark import register_data_sources"): run(
         "prelude: `spark`, `df` of docs/tfrecord.md's `batch`", spark_tfrecord_migration, spark=True),
@@ -1246,28 +1249,28 @@ REGISTRY: dict[tuple[str, str], Entry] = {
     ("docs/report.md", "<output>/report/<split>.json    the statistics (schema below)"): checked(
         "a layout: the files exist in the Quick start's output", report_layout),
     ("docs/report.md", "report:        tensorize_output/report/validationData.html"): delegate(
-        "tests/test_report_pipeline.py prints and asserts these lines (a validation run that drifts)",
+        "tests/report/test_pipelines.py prints and asserts these lines (a validation run that drifts)",
         report_drift_summary),
     ("docs/report.md", "extracted = batches | ExtractFeatures(config)"): run(
         "prelude: the sample's `config` and `batches` in a pipeline; equals the Quick start's statistics",
         report_statistics_step),
     ("docs/report.md", "anomalies:     genres 14 value(s) not in the train split's ('zombie', 'space-opera') (schema: metadata/schema.pbtxt; see report/validationData.html)"): delegate(
-        "tests/test_tfdv_statistics.py prints and asserts this line (a validation run with new genres)",
+        "tests/kernels/report/test_tfdv_statistics.py prints and asserts this line (a validation run with new genres)",
         report_anomalies_line),
     ("docs/report.md", "{"): checked(
         "a schema: its keys are the Quick start's report's (and drift's)", report_schema),
     # docs/runners.md
     ("docs/runners.md", "python -m pipelines.tensorize --input 'data/*.avro' --config config.json --output out/"): run(
-        "the first command on the sample; the multi-process one's flags parsed (tests/test_runners.py runs it)",
+        "the first command on the sample; the multi-process one's flags parsed (tests/runners/test_each_runner.py runs it)",
         runners_direct),
     ("docs/runners.md", "python -m pipelines.tensorize --input 'gs://bucket/data/*.avro' --config gs://bucket/config.json \\"): checked(
-        "needs GCS and a GCP project: flags parsed; tests/test_runners.py dry-runs it with --setup_file",
+        "needs GCS and a GCP project: flags parsed; tests/runners/test_each_runner.py dry-runs it with --setup_file",
         runners_dataflow),
     ("docs/runners.md", "# Flink cluster with a Beam Flink job server listening on JOB_HOST:8099"): checked(
-        "needs Flink / Spark job servers: flags parsed; tests/test_runners.py runs them on Beam's job service",
+        "needs Flink / Spark job servers: flags parsed; tests/runners/test_each_runner.py runs them on Beam's job service",
         runners_portable),
     ("docs/runners.md", "python -m apache_beam.runners.worker.worker_pool_main --service_port=50000 \\"): checked(
-        "starts a server and needs a job server: flags parsed; tests/test_runners.py runs such a pool",
+        "starts a server and needs a job server: flags parsed; tests/runners/test_each_runner.py runs such a pool",
         runners_worker_pool),
     ("docs/runners.md", "import apache_beam as beam"): run(
         "gs://bucket/ as a local folder (no GCS here); `my_options`: the default options", runners_own_job),
@@ -1280,8 +1283,8 @@ REGISTRY: dict[tuple[str, str], Entry] = {
     ("docs/spark.md", "pip install -e '.[spark]'     # PySpark 4; Spark needs Java 17"): checked(
         "an install: the extra is in setup.py", spark_install),
     ("docs/spark.md", "from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG"): delegate(
-        "tests/test_spark.py extracts it from docs/spark.md and runs it",
-        lambda doc: delegated("tests/test_spark.py::test_the_example_of_docs_spark_md_runs", "spark.md")),
+        "tests/spark/test_tensorize.py extracts it from docs/spark.md and runs it",
+        lambda doc: delegated("tests/spark/test_tensorize.py::test_the_example_of_docs_spark_md_runs", "spark.md")),
     ("docs/spark.md", "tensorize_spark(spark, input_paths, config, output, mode=None, **settings) -> dict"): checked(
         "a signature: compared with tensorize_spark's", spark_signature),
     ("docs/spark.md", "register_data_sources(spark)  # or spark.dataSource.register(TableDataSource)"): run(
@@ -1319,7 +1322,7 @@ def test_doc_block(block, request, tmp_path, monkeypatch):
     )
     entry = REGISTRY.get(block.key)
     assert entry is not None, (
-        f"new doc block {block} ({block.anchor!r}): add it to the registry of tests/test_docs.py, "
+        f"new doc block {block} ({block.anchor!r}): add it to the registry of tests/e2e/test_docs.py, "
         "saying how it is checked"
     )
     monkeypatch.chdir(tmp_path)
