@@ -78,6 +78,7 @@ DEFAULT_OUTPUT = "tensorize_output"
 class TensorizeOptions(PipelineOptions):
     """Options of the tensorize job (plus every standard Beam option)."""
 
+    # One flat list of flag definitions and no logic: it reads best whole, in --help's order.
     @classmethod
     def _add_argparse_args(cls, parser):
         parser.add_argument(
@@ -504,6 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    """The command: flags, the pre-flight checks, then the run; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         _print_help()
@@ -526,39 +528,65 @@ def _main(argv: Sequence[str] | None) -> int:
     pipeline_options = job_options(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     try:
-        refuse_unknown_arguments(argv, _command())
-        spec = _resolve(options)
-        dry_run = pipeline_options.view_as(TestOptions).dry_run
-        # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
-        runner = direct_runner_for(pipeline_options)
-        in_process = (
-            runner is not None and pipeline_options.view_as(DirectOptions).direct_running_mode == "in_memory"
-        )
-        if spec.report == "html" and in_process and not dry_run:
-            start_page_renderer()  # its child imports matplotlib while the job graph is built
-        pipeline = beam.Pipeline(runner=runner, options=pipeline_options)
-        build_pipeline(pipeline, spec)
-        if not dry_run:
-            check_inputs_found(spec.inputs)
-            check_output_writable(spec.output)
-            check_output_place(spec)
-            check_same_config(spec)
-            check_feature_lists(spec)
-            removed, size = remove_stale_temporaries(spec.output)
-            if removed and not options.quiet:
-                print(
-                    f"note: removed {removed} temporary file(s) ({size / 2**20:.1f} MiB) that runs which "
-                    f"did not finish had left in {spec.output}",
-                    file=sys.stderr,
-                )
+        spec, pipeline, dry_run = _preflight(argv, pipeline_options, options)
     except (ConfigError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    split_dir = spec.split_dir
-    held_data = ignoring_existing(split_dir, spec.save_mode)
+    held_data = ignoring_existing(spec.split_dir, spec.save_mode)
     if options.progress_interval <= 0:
         print("error: --progress_interval must be a positive number of seconds", file=sys.stderr)
         return 2
+    return _run(pipeline, pipeline_options, options, spec, log_path, verbose, dry_run, held_data)
+
+
+def _preflight(
+    argv: list[str], pipeline_options: PipelineOptions, options: TensorizeOptions
+) -> tuple[TensorizeSpec, beam.Pipeline, bool]:
+    """Build the spec, runner, page renderer and job graph, then check; (spec, pipeline, dry run?)."""
+    refuse_unknown_arguments(argv, _command())
+    spec = _resolve(options)
+    dry_run = pipeline_options.view_as(TestOptions).dry_run
+    # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
+    runner = direct_runner_for(pipeline_options)
+    in_process = (
+        runner is not None and pipeline_options.view_as(DirectOptions).direct_running_mode == "in_memory"
+    )
+    if spec.report == "html" and in_process and not dry_run:
+        start_page_renderer()  # its child imports matplotlib while the job graph is built
+    pipeline = beam.Pipeline(runner=runner, options=pipeline_options)
+    build_pipeline(pipeline, spec)
+    if not dry_run:
+        _check_before_run(spec, options.quiet)
+    return spec, pipeline, dry_run
+
+
+def _check_before_run(spec: TensorizeSpec, quiet: bool) -> None:
+    """The checks of inputs, output and feature lists before a run; removes stale temporaries."""
+    check_inputs_found(spec.inputs)
+    check_output_writable(spec.output)
+    check_output_place(spec)
+    check_same_config(spec)
+    check_feature_lists(spec)
+    removed, size = remove_stale_temporaries(spec.output)
+    if removed and not quiet:
+        print(
+            f"note: removed {removed} temporary file(s) ({size / 2**20:.1f} MiB) that runs which "
+            f"did not finish had left in {spec.output}",
+            file=sys.stderr,
+        )
+
+
+def _run(
+    pipeline: beam.Pipeline,
+    pipeline_options: PipelineOptions,
+    options: TensorizeOptions,
+    spec: TensorizeSpec,
+    log_path: str,
+    verbose: bool,
+    dry_run: bool,
+    held_data: bool,
+) -> int:
+    """Run the job under the output's lock, with progress lines; prints the outcome, returns the exit code."""
     progress_dir = tempfile.mkdtemp(prefix="beam_tensorize-progress-")
     os.environ[PROGRESS_ENV] = progress_dir  # worker processes inherit it
     started = time.monotonic()
@@ -578,14 +606,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 result.wait_until_finish()
     except Exception as err:  # any failure of the job ends the command the same way
         _LOGGER.error("The job failed", exc_info=True)
-        if not dry_run:
-            _remove_own_temporaries(spec.output)
-        details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
-        print(
-            f"error: the job failed; {spec.output} holds no new complete output: {console.one_line(err)}{details}",
-            file=sys.stderr,
-        )
-        return 1
+        return _job_failed(err, spec.output, dry_run, verbose, log_path)
     finally:
         os.environ.pop(PROGRESS_ENV, None)
         totals = read_progress(progress_dir)
@@ -594,10 +615,22 @@ def _main(argv: Sequence[str] | None) -> int:
     if options.quiet:
         return 0
     if held_data:
-        print(f"{split_dir} already held data; with --save_mode ignore nothing was written.")
+        print(f"{spec.split_dir} already held data; with --save_mode ignore nothing was written.")
         return 0
     print(console.summary(spec, result, totals, time.monotonic() - started, committed))
     return 0
+
+
+def _job_failed(err: Exception, output: str, dry_run: bool, verbose: bool, log_path: str) -> int:
+    """After the job failed (logged): remove what it left and say so; returns the exit code (1)."""
+    if not dry_run:
+        _remove_own_temporaries(output)
+    details = "" if verbose else f" (details: {log_path}, or rerun with --verbose)"
+    print(
+        f"error: the job failed; {output} holds no new complete output: {console.one_line(err)}{details}",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _runner_name(options: PipelineOptions) -> str:

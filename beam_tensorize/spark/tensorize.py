@@ -213,6 +213,45 @@ def tensorize_spark(
         result = tensorize_spark(spark, SAMPLE_AVRO, SAMPLE_CONFIG, "out", num_shards=2)
         result["numRecords"]  # 300
     """
+    spec = _job_spec(spark, input_paths, config, output, mode, settings)
+    out, split, split_dir, columns = spec.output, spec.split, spec.split_dir, spec.input_columns
+    if ignoring_existing(split_dir, spec.save_mode):
+        _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
+        return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
+
+    checked = check_target(split_dir, spec.save_mode)
+    if spec.report == "html":  # matplotlib's import and a first plot, beside the job
+        start_page_renderer()
+    fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
+    splits = plan_splits(spec.inputs, fmt, spec.split_bytes, dead_letters=True)
+    previous = appending_to(out, split, spec.save_mode)  # appending: the split's entry until now
+    lists = _feature_lists(spark, splits, spec, previous)
+    lists_broadcast = spark.sparkContext.broadcast(lists)
+    plan = _commit_plan(spec)
+    try:
+        encode = _EncodeBatches(spec, lists_broadcast)
+        schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
+        transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
+        if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
+            write = _EncodeAndWrite(encode, plan, checked["skip"], columns, schema)
+            written = _split_tasks(spark, splits).mapPartitions(write).collect()
+        else:
+            written = _encode_and_write_shards(spark, spec, columns, encode, plan)
+        return _finish(written, spec, plan, checked, lists, previous, transform)
+    finally:
+        delete_temporary(plan)  # gone already after a commit
+        lists_broadcast.destroy()
+
+
+def _job_spec(
+    spark: SparkSession,
+    input_paths: str | Sequence[str] | TensorizeSpec,
+    config: TensorizeConfig | str | os.PathLike | None,
+    output: str | None,
+    mode: str | None,
+    settings: dict,
+) -> TensorizeSpec:
+    """The job's spec from `tensorize_spark`'s arguments, checked before anything runs."""
     fields = {f.name for f in dataclasses.fields(TensorizeSpec)}
     unknown = sorted(set(settings) - fields)
     if unknown:
@@ -237,52 +276,39 @@ def tensorize_spark(
     if spec.dedup_block_size or spec.skip_conversion:
         raise ValueError("deduplication and skip_conversion run on the Beam job only; run them with the CLI")
     check_same_config(spec)
-    out, split, split_dir, columns = spec.output, spec.split, spec.split_dir, spec.input_columns
-    if ignoring_existing(split_dir, spec.save_mode):
-        _LOGGER.info("%s holds data; save mode 'ignore' writes nothing", split_dir)
-        return {"output": out, "split": split, "skipped": True, "files": [], "numRecords": 0}
+    return spec
 
-    checked = check_target(split_dir, spec.save_mode)
-    if spec.report == "html":  # matplotlib's import and a first plot, beside the job
-        start_page_renderer()
-    fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
-    splits = plan_splits(spec.inputs, fmt, spec.split_bytes, dead_letters=True)
-    previous = appending_to(out, split, spec.save_mode)  # appending: the split's entry until now
-    lists = _feature_lists(spark, splits, spec, previous)
-    lists_broadcast = spark.sparkContext.broadcast(lists)
-    plan = CommitPlan(
+
+def _commit_plan(spec: TensorizeSpec) -> CommitPlan:
+    """The commit plan of a run: its own temporary folder under the split folder."""
+    split_dir = spec.split_dir
+    return CommitPlan(
         split_dir, posixpath.join(split_dir, TEMP_FOLDER, uuid.uuid4().hex), spec.save_mode, False,
         spec.compression, spec.num_shards, spec.output_format, bool(spec.folder_columns),
     )  # fmt: skip
-    try:
-        encode = _EncodeBatches(spec, lists_broadcast)
-        schema = unified_schema(splits, columns)  # one schema for all files, or a clear error
-        transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
-        if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
-            write = _EncodeAndWrite(encode, plan, checked["skip"], columns, schema)
-            written = _split_tasks(spark, splits).mapPartitions(write).collect()
-        else:
-            spark.dataSource.register(TableDataSource)
-            rows = (
-                spark.read.format(TABLE_FORMAT)
-                .option("format", spec.input_format)
-                .option("columns", ",".join(columns))
-                .option("provenance", "true")
-                .option("batchRows", str(spec.batch_rows))
-                .option("splitBytes", str(spec.split_bytes))
-                .load(list(spec.inputs))
-            )
-            written = (
-                rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
-                .repartition(spec.num_shards, "path", "shard")
-                .sortWithinPartitions("path", "shard", "key", "batch", "pos")
-                .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
-                .collect()
-            )
-        return _finish(written, spec, plan, checked, lists, previous, transform)
-    finally:
-        delete_temporary(plan)  # gone already after a commit
-        lists_broadcast.destroy()
+
+
+def _encode_and_write_shards(
+    spark: SparkSession, spec: TensorizeSpec, columns, encode: _EncodeBatches, plan: CommitPlan
+) -> list:
+    """With `num_shards`: encode the source's batches, shuffle them by file, write a file per task."""
+    spark.dataSource.register(TableDataSource)
+    rows = (
+        spark.read.format(TABLE_FORMAT)
+        .option("format", spec.input_format)
+        .option("columns", ",".join(columns))
+        .option("provenance", "true")
+        .option("batchRows", str(spec.batch_rows))
+        .option("splitBytes", str(spec.split_bytes))
+        .load(list(spec.inputs))
+    )
+    return (
+        rows.mapInArrow(encode, from_arrow_schema(_ENCODED))
+        .repartition(spec.num_shards, "path", "shard")
+        .sortWithinPartitions("path", "shard", "key", "batch", "pos")
+        .mapInArrow(_WriteFiles(plan), from_arrow_schema(_WRITTEN))
+        .collect()
+    )
 
 
 def _split_tasks(spark: SparkSession, splits: list) -> RDD:

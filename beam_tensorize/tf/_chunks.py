@@ -47,12 +47,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tensorflow as tf
 
+from beam_tensorize.tf._compat import decoding_pool
 from beam_tensorize.tf.dataframe import DataFrame
 
 __all__ = ["Layout"]
 
 _Value = DataFrame.Value
 _SPLITS = tf.int64
+_POOL = decoding_pool()  # jemalloc's: fresh pages cost less in the kernel (see there)
 
 try:  # the sparse indices of list columns in C (setup.py builds it where a compiler is)
     from beam_tensorize.tf import _sparseindex as _NATIVE
@@ -68,7 +70,7 @@ def _empty(shape: Sequence[int], dtype) -> np.ndarray:
     nbytes = max(1, count * dtype.itemsize)
     buffer = _SPARE.take(nbytes) if nbytes >= _SPARE_BYTES else None
     if buffer is None:
-        buffer = pa.allocate_buffer(nbytes)
+        buffer = pa.allocate_buffer(nbytes, memory_pool=_POOL)
         if nbytes >= _SPARE_BYTES:
             _SPARE.keep(buffer)
     return np.frombuffer(buffer, dtype, count=count).reshape(shape)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
@@ -159,26 +159,8 @@ def make_dataset(
             TFRecord, or the sharding arguments do not fit; the message says what to do.
     """
     root, folder, metadata, data = committed_split(output_dir, split)
-    if data.get("format", "tfrecord") != "tfrecord":
-        raise ValueError(
-            f"{root}/{folder} holds {data['format']} files; make_dataset reads TFRecord outputs "
-            "(read a Parquet output with beam_tensorize.tf.Dataset.from_output)"
-        )
-    record_type = metadata.get("recordType", "Example")
-    if record_type != "Example":
-        raise ValueError(
-            f"{root}/{folder} holds {record_type} records; make_dataset parses tf.train.Examples "
-            "(read ExampleListWithContext records with TF-Ranking's data readers, e.g. "
-            "tfr.data.build_ranking_dataset with data_format ELWC)"
-        )
-    if input_context is not None:
-        if num_shards is not None or shard_index is not None:
-            raise ValueError("give input_context or num_shards / shard_index, not both")
-        num_shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
-    if (num_shards is None) != (shard_index is None) or (
-        num_shards is not None and not 0 <= shard_index < num_shards
-    ):
-        raise ValueError(f"shard_index must be in [0, num_shards), got {shard_index} of {num_shards}")
+    _check_example_records(root, folder, metadata, data)
+    num_shards, shard_index = _shard_arguments(input_context, num_shards, shard_index)
     names = list(data["files"])
     files = [posixpath.join(root, folder, f) for f in names]
     compression = {"GZIP": "GZIP", "ZLIB": "ZLIB"}.get(metadata.get("compression"), "")
@@ -192,25 +174,9 @@ def make_dataset(
         files, names = files[shard_index::num_shards], names[shard_index::num_shards]
     reads = tf.data.AUTOTUNE if num_parallel_reads is None else num_parallel_reads
     if partition_columns:
-        dataset = _partitioned_records(files, names, partition_columns, spec, compression)
-        record_spec = {k: v for k, v in spec.items() if k not in partition_columns}
-
-        def parse(records, values):
-            return {**parse_example(records, record_spec), **values}
+        dataset, parse = _partitioned_dataset(files, names, partition_columns, spec, compression)
     else:
-        paths = tf.data.Dataset.from_tensor_slices(files if files else tf.constant([], tf.string))
-        if shuffle_files:
-            paths = paths.shuffle(max(1, len(files)), seed=seed, reshuffle_each_iteration=True)
-        dataset = paths.interleave(
-            lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
-            cycle_length=reads,
-            num_parallel_calls=reads,
-            deterministic=True,
-        )
-
-        def parse(records):
-            return parse_example(records, spec)
-
+        dataset, parse = _interleaved_dataset(files, spec, compression, shuffle_files, seed, reads)
     if num_shards is not None and not by_file:
         dataset = dataset.shard(num_shards, shard_index)
     if shuffle_buffer:
@@ -222,12 +188,81 @@ def make_dataset(
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(parse, num_parallel_calls=num_parallel_calls, deterministic=True)
     if labels:
-        dataset = dataset.map(
-            lambda parsed: (
-                {k: v for k, v in parsed.items() if k not in label_names},
-                {k: v for k, v in parsed.items() if k in label_names},
-            )
-        )
+        dataset = _split_labels(dataset, label_names)
     if prefetch is not None:
         dataset = dataset.prefetch(prefetch)
     return dataset
+
+
+def _check_example_records(root: str, folder: str, metadata: Mapping, data: Mapping) -> None:
+    """Raise a ValueError unless the split holds TFRecord files of tf.train.Examples."""
+    if data.get("format", "tfrecord") != "tfrecord":
+        raise ValueError(
+            f"{root}/{folder} holds {data['format']} files; make_dataset reads TFRecord outputs "
+            "(read a Parquet output with beam_tensorize.tf.Dataset.from_output)"
+        )
+    record_type = metadata.get("recordType", "Example")
+    if record_type != "Example":
+        raise ValueError(
+            f"{root}/{folder} holds {record_type} records; make_dataset parses tf.train.Examples "
+            "(read ExampleListWithContext records with TF-Ranking's data readers, e.g. "
+            "tfr.data.build_ranking_dataset with data_format ELWC)"
+        )
+
+
+def _shard_arguments(
+    input_context: tf.distribute.InputContext | None, num_shards: int | None, shard_index: int | None
+) -> tuple[int | None, int | None]:
+    """(num_shards, shard_index) of this input pipeline, checked (None, None: unsharded)."""
+    if input_context is not None:
+        if num_shards is not None or shard_index is not None:
+            raise ValueError("give input_context or num_shards / shard_index, not both")
+        num_shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
+    if (num_shards is None) != (shard_index is None) or (
+        num_shards is not None and not 0 <= shard_index < num_shards
+    ):
+        raise ValueError(f"shard_index must be in [0, num_shards), got {shard_index} of {num_shards}")
+    return num_shards, shard_index
+
+
+def _partitioned_dataset(
+    files, names, partition_columns, spec, compression
+) -> tuple[tf.data.Dataset, Callable]:
+    """(records with their partition values, file after file; the batches' parse function)."""
+    dataset = _partitioned_records(files, names, partition_columns, spec, compression)
+    record_spec = {k: v for k, v in spec.items() if k not in partition_columns}
+
+    def parse(records, values):
+        return {**parse_example(records, record_spec), **values}
+
+    return dataset, parse
+
+
+def _interleaved_dataset(
+    files, spec, compression, shuffle_files, seed, reads
+) -> tuple[tf.data.Dataset, Callable]:
+    """(records of the files read `reads` at a time, interleaved; the batches' parse function)."""
+    paths = tf.data.Dataset.from_tensor_slices(files if files else tf.constant([], tf.string))
+    if shuffle_files:
+        paths = paths.shuffle(max(1, len(files)), seed=seed, reshuffle_each_iteration=True)
+    dataset = paths.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+        cycle_length=reads,
+        num_parallel_calls=reads,
+        deterministic=True,
+    )
+
+    def parse(records):
+        return parse_example(records, spec)
+
+    return dataset, parse
+
+
+def _split_labels(dataset: tf.data.Dataset, label_names: list[str]) -> tf.data.Dataset:
+    """The parsed batches as (features, labels) pairs."""
+    return dataset.map(
+        lambda parsed: (
+            {k: v for k, v in parsed.items() if k not in label_names},
+            {k: v for k, v in parsed.items() if k in label_names},
+        )
+    )
