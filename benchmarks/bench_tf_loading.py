@@ -20,6 +20,7 @@ rounded to one decimal (exponential, mean 10), lists hold 0-5 ids.
     python benchmarks/bench_tf_loading.py [--rows 200000] [--runs 3] [--workdir DIR] [--autotune off]
     python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000
     python benchmarks/bench_tf_loading.py --data hybridbackend --rows 1000000 --scaling
+    python benchmarks/bench_tf_loading.py --rows 100000 --first-batch   # a new iterator's first batch
 
 `--data hybridbackend` is HybridBackend's own benchmark instead (its docs/data.md table, the
 data as its scripts make it): 200 int64 columns, uniform random in [0, 100), SNAPPY, batches of

@@ -13,7 +13,10 @@ a batch is one contiguous piece of it.
 * one-level lists of one dtype: their values in one flat array, batch after batch and, inside
   a batch, column after column; and a `[batches, columns, batch_size + 1]` array of row splits
   (from 0 in each batch and column). A batch is one slice of the values split into columns
-  (`tf.split`, one op) and one slice of the splits;
+  (`tf.split`, one op) and one slice of the splits. Lists that end as `tf.SparseTensor`s
+  (`sparse`) travel instead with their indices (`[row, position]` of each value, made in C by
+  `_sparseindex`, or numpy) and each batch's dense shapes: a batch is one split of the values
+  and one of the indices, no op per column;
 * strings (scalars or list values): one bytes buffer and the start and length of each string
   in it, laid out as numbers are; `tf.strings.substr` on the buffer makes the string tensors
   (list values once per chunk, scalars batch by batch, so that each string is made once);
@@ -47,14 +50,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tensorflow as tf
 
-from beam_tensorize.tf._compat import decoding_pool
 from beam_tensorize.tf.dataframe import DataFrame
 
 __all__ = ["Layout"]
 
 _Value = DataFrame.Value
 _SPLITS = tf.int64
-_POOL = decoding_pool()  # jemalloc's: fresh pages cost less in the kernel (see there)
 
 try:  # the sparse indices of list columns in C (setup.py builds it where a compiler is)
     from beam_tensorize.tf import _sparseindex as _NATIVE
@@ -70,7 +71,7 @@ def _empty(shape: Sequence[int], dtype) -> np.ndarray:
     nbytes = max(1, count * dtype.itemsize)
     buffer = _SPARE.take(nbytes) if nbytes >= _SPARE_BYTES else None
     if buffer is None:
-        buffer = pa.allocate_buffer(nbytes, memory_pool=_POOL)
+        buffer = pa.allocate_buffer(nbytes)
         if nbytes >= _SPARE_BYTES:
             _SPARE.keep(buffer)
     return np.frombuffer(buffer, dtype, count=count).reshape(shape)
