@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
-from beam_tensorize.tf import Dataset, _chunks, parquet
+from beam_tensorize.tf import Dataset, _chunks, _reader
 
 
 @pytest.fixture(params=["native", "numpy"])
@@ -72,7 +72,7 @@ def test_lists_come_as_the_sparse_tensors_tensorflow_makes(
 ):
     """Chunks of 63 rows (batches of 7: nine per chunk), of 64 (batches of 64: a chunk is a
     batch) and one chunk for all; the rows of two files run on across the file boundary."""
-    monkeypatch.setattr(parquet, "_CHUNK_ROWS", 64)
+    monkeypatch.setattr(_reader, "_CHUNK_ROWS", 64)
     rng = np.random.default_rng(batch_size)
     first, second = _write(tmp_path / "a.parquet", rng, 1_001), _write(tmp_path / "b.parquet", rng, 234)
     table = pa.concat_tables([first, second])

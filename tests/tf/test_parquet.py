@@ -231,9 +231,9 @@ def test_batches_cross_row_groups_and_chunks_and_give_every_row_in_order(
     larger than a row group: the files' rows come in order, cut into batches of exactly
     `batch_size` across files (HybridBackend's rule): only the very last may be smaller, and
     `drop_remainder` drops only that one."""
-    from beam_tensorize.tf import parquet
+    from beam_tensorize.tf import _reader
 
-    monkeypatch.setattr(parquet, "_CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(_reader, "_CHUNK_ROWS", chunk_rows)
     tables = [_wide_table(0, 30), _wide_table(30, 20)]
     paths = []
     for k, table in enumerate(tables):
@@ -278,9 +278,9 @@ def test_string_columns_stored_with_a_dictionary_are_read_through_it(tmp_path, m
     arrays (the strings found through the indices); nulls, an all-null column, binary and
     large strings, a dictionary that overflowed into plain pages, and columns stored without
     a dictionary all read back as pyarrow gives them."""
-    from beam_tensorize.tf import parquet
+    from beam_tensorize.tf import _files, _reader
 
-    monkeypatch.setattr(parquet, "_CHUNK_ROWS", 8)
+    monkeypatch.setattr(_reader, "_CHUNK_ROWS", 8)
     n = 45
     words = [None if i % 4 == 1 else f"w{i % 5}" * (i % 3) for i in range(n)]
     table = pa.table({
@@ -298,7 +298,7 @@ def test_string_columns_stored_with_a_dictionary_are_read_through_it(tmp_path, m
     )  # fmt: skip
     metadata = pq.ParquetFile(path).metadata
     assert not metadata.row_group(0).column(5).has_dictionary_page  # "plain"
-    assert parquet._open(path).dictionary_encoded(table.column_names) == [
+    assert _files._open(path).dictionary_encoded(table.column_names) == [
         "dict",
         "none",
         "bytes",
@@ -451,14 +451,14 @@ def test_numeric_scalar_columns_reach_tensorflow_as_arrow_decoded_them():
 def test_parquet_files_are_decoded_into_jemalloc_s_pool(tmp_path):
     """from_parquet decodes into jemalloc's memory pool (pyarrow's ParquetFile takes no pool:
     `_compat.parquet_file` opens its internal reader with one; this fails when that moves)."""
-    from beam_tensorize.tf import parquet
+    from beam_tensorize.tf import _files
     from beam_tensorize.tf._compat import parquet_file
 
     path = str(tmp_path / "x.parquet")
     table = pa.table({"x": np.arange(1 << 20, dtype=np.int64), "s": ["v"] * (1 << 20)})
     pq.write_table(table, path)
     pool = pa.jemalloc_memory_pool()
-    assert parquet._POOL is not None and parquet._POOL.backend_name == "jemalloc"
+    assert _files._POOL is not None and _files._POOL.backend_name == "jemalloc"
     before = pool.bytes_allocated()
     with pa.OSFile(path) as handle:
         file = parquet_file(handle, read_dictionary=["s"], pool=pool)
