@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from beam_tensorize.config.model import HashInfo
-from beam_tensorize.kernels.features import hashing
+from beam_tensorize.kernels.features import hash_functions
 from beam_tensorize.kernels.features.hashing import (
     MAX_STRONG_HASH_FUNCTIONS,
     STRONG_HASH_KEYS,
@@ -328,7 +328,7 @@ def test_hashes_distinct_values_only(monkeypatch):
         calls.append(data)
         return farmhash.fingerprint64(data)
 
-    monkeypatch.setattr(hashing, "farmhash", types.SimpleNamespace(fingerprint64=fingerprint64))
+    monkeypatch.setattr(hash_functions, "farmhash", types.SimpleNamespace(fingerprint64=fingerprint64))
     values = [f"v{i % 37}" for i in range(5000)]
     out = hash_column(pa.array(values), HashInfo(1000))
     assert out.flatten().to_pylist() == _tf_fast(values, 1000)
