@@ -34,7 +34,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from beam_tensorize.kernels.tfrecord import framing
+from beam_tensorize.kernels.tfrecord import native as tfrecord_native
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 from beam_tensorize.kernels.tfrecord.framing import NATIVE_ENV, frame_records
 
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sets", default="movielens,scalars", help="Batch sets to run: movielens, scalars (default both)."
     )
     args = parser.parse_args(argv)
-    if framing._extension() is None:
+    if tfrecord_native.extension() is None:
         print("the C extension _tfrecordencode is not built: both columns time the fallback")
     status = 0
     print(f"\n{args.rows} rows per set, batches of {args.batch_rows}, best of {args.repeats}; "

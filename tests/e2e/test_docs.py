@@ -974,7 +974,7 @@ def report_schema(doc: Doc) -> None:
     code that makes them."""
     from beam_tensorize.job.report import load_report
     from beam_tensorize.kernels.output import dead_letters
-    from beam_tensorize.kernels.report import statistics
+    from beam_tensorize.kernels.report import statistics, summary
     from beam_tensorize.report import compare
 
     report = load_report(str(doc.fixture("quick_start").output), "trainingData")
@@ -988,7 +988,7 @@ def report_schema(doc: Doc) -> None:
         "features": anomalies,
         "reason": statistics,
         "example": statistics,
-        "notSummarized": statistics,
+        "notSummarized": summary,
         "source": dead_letters,
     }
     for key in sorted(_schema_keys(doc.block.text)):

@@ -1,6 +1,8 @@
 """TFRecord kernels: framing and compression (`framing`), Example and SequenceExample encoding
-(`example_encoder`, `sequence_example`), decoding and schema inference (`decoding`), and the
-reading of one file (`files`). No TensorFlow, no Beam.
+(`example_encoder`, `sequence_example`, over the byte matrices of `wire`), the optional C
+extension both use (`native`), parsing records into raw columns (`raw_decoding`), decoding
+with a schema and schema inference (`decoding`), and the reading of one file (`files`). No
+TensorFlow, no Beam.
 
 The framing functions are re-exported here:
 

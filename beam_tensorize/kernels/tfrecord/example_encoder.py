@@ -16,7 +16,7 @@ normalised the same way (flat values plus per-row value counts) and handed to
 it as numpy / Arrow buffers: one pass computes every row's message size, a
 second writes all rows into one preallocated buffer. The bytes are the same
 either way; ``BEAM_TENSORIZE_TFRECORD_ENCODER=python`` forces the numpy path
-(see ``framing.NATIVE_ENV``).
+(see ``native``). The numpy path's byte matrices and varints are in ``wire``.
 
 Wire format written (field numbers from ``example.proto`` /
 ``feature.proto``)::
@@ -47,7 +47,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import is_list_type
-from beam_tensorize.kernels.tfrecord.framing import _native
+from beam_tensorize.kernels.tfrecord.native import binary_offsets, native
+from beam_tensorize.kernels.tfrecord.wire import (
+    ByteRows,
+    concat_parts,
+    constant,
+    masked,
+    offsets_buffer,
+    scatter_rows,
+    varint,
+    varint_bytes,
+)
 
 __all__ = [
     "check_not_nullable",
@@ -87,109 +97,6 @@ def feature_key_order(names: list[str] | tuple[str, ...]) -> list[str]:
         ['a', 'ab', 'b']
     """
     return sorted(names, key=lambda name: name.encode("utf-8"))
-
-
-# --------------------------------------------------------------------------- #
-# Varints
-# --------------------------------------------------------------------------- #
-
-
-class _Bytes:
-    """Per-row byte strings held as a ``[n, width]`` matrix plus a mask.
-
-    Row ``i`` is ``matrix[i][mask[i]]``; ``lengths[i] == mask[i].sum()``.
-    """
-
-    __slots__ = ("lengths", "mask", "matrix")
-
-    def __init__(self, matrix: np.ndarray, mask: np.ndarray | None, lengths: np.ndarray):
-        self.matrix = matrix
-        self.mask = mask  # None: every byte of every row is used
-        self.lengths = lengths
-
-
-def _varint(values: np.ndarray) -> _Bytes:
-    """Encodes non-negative (or uint64-viewed) integers as protobuf varints.
-
-    Args:
-        values: 1-D array of uint64 (negative int64 viewed as uint64 encode as
-            10-byte varints, as protobuf does for int64 fields).
-
-    Returns:
-        The varints as a masked byte matrix, one row per value.
-    """
-    values = values.astype(np.uint64, copy=False)
-    n = values.shape[0]
-    top = int(values.max()) if n else 0
-    width = max(1, (top.bit_length() + 6) // 7)
-    if width == 1:
-        return _Bytes(values.astype(np.uint8).reshape(n, 1), None, np.ones(n, np.int64))
-    matrix = np.empty((n, width), np.uint8)
-    mask = np.empty((n, width), np.bool_)
-    mask[:, 0] = True
-    lengths = np.ones(n, np.int64)
-    rest = values
-    for j in range(width):
-        low = (rest & np.uint64(0x7F)).astype(np.uint8)
-        if j + 1 < width:
-            rest = rest >> np.uint64(7)
-            more = rest != 0
-            mask[:, j + 1] = more
-            lengths += more
-            low |= more.view(np.uint8) << np.uint8(7)
-        matrix[:, j] = low
-    return _Bytes(matrix, mask, lengths)
-
-
-def _constant(data: bytes, n: int, rows: np.ndarray | None = None) -> _Bytes:
-    """The same bytes on every row (or only on rows where ``rows`` is true)."""
-    width = len(data)
-    matrix = np.broadcast_to(np.frombuffer(data, np.uint8), (n, width))
-    if rows is None:
-        return _Bytes(matrix, None, np.full(n, width, np.int64))
-    mask = np.broadcast_to(rows[:, None], (n, width))
-    return _Bytes(matrix, mask, rows.astype(np.int64) * width)
-
-
-def _masked(part: _Bytes, rows: np.ndarray) -> _Bytes:
-    """Keeps ``part`` only on rows where ``rows`` is true."""
-    mask = rows[:, None] if part.mask is None else part.mask & rows[:, None]
-    mask = np.broadcast_to(mask, part.matrix.shape)
-    return _Bytes(part.matrix, mask, np.where(rows, part.lengths, 0))
-
-
-def _offsets_buffer(lengths_or_offsets: np.ndarray, large: bool, *, cumulative: bool) -> pa.Buffer:
-    if cumulative:
-        offsets = np.zeros(lengths_or_offsets.shape[0] + 1, np.int64)
-        np.cumsum(lengths_or_offsets, out=offsets[1:])
-    else:
-        offsets = lengths_or_offsets
-    return pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64 if large else np.int32))
-
-
-def _concat_parts(parts: list[_Bytes], n: int, binary_type: pa.DataType) -> pa.Array:
-    """Concatenates masked byte matrices row-wise into one binary array."""
-    width = sum(p.matrix.shape[1] for p in parts)
-    matrix = np.empty((n, width), np.uint8)
-    mask = None
-    if any(p.mask is not None for p in parts):
-        mask = np.ones((n, width), np.bool_)
-    lengths = np.zeros(n, np.int64)
-    column = 0
-    for part in parts:
-        stop = column + part.matrix.shape[1]
-        matrix[:, column:stop] = part.matrix
-        if part.mask is not None:
-            mask[:, column:stop] = part.mask
-        lengths += part.lengths
-        column = stop
-    data = matrix.reshape(-1) if mask is None else matrix[mask]
-    large = binary_type == pa.large_binary()
-    return pa.Array.from_buffers(
-        binary_type,
-        n,
-        [None, _offsets_buffer(lengths, large, cumulative=True), pa.py_buffer(data)],
-    )
 
 
 # --------------------------------------------------------------------------- #
@@ -311,13 +218,13 @@ class _EncodedColumn:
         self.present = present
         # Map entry key field plus the tag of the value field: constant per column.
         self.key_part = _key_part(column.name)
-        self.inline: _Bytes | None = None
+        self.inline: ByteRows | None = None
         if column.kind == "int64":
-            element = _varint(column.values.view(np.uint64))
+            element = varint(column.values.view(np.uint64))
             self.element_varints = element
             payload, self.payload_offsets = _segment_sums(element.lengths, counts)
             if n and counts.max() <= 1:
-                self.inline = _scatter_rows(element, present)
+                self.inline = scatter_rows(element, present)
         elif column.kind == "float":
             payload = counts * 4
             self.payload_offsets = np.zeros(n + 1, np.int64)
@@ -325,45 +232,45 @@ class _EncodedColumn:
             width = int(counts.max()) if n else 0
             if 0 < width <= _MAX_INLINE_FLOAT_VALUES and np.all((counts == 0) | (counts == width)):
                 matrix = column.values.view(np.uint8).reshape(-1, 4 * width)
-                inline = _Bytes(matrix, None, np.full(matrix.shape[0], 4 * width, np.int64))
-                self.inline = _scatter_rows(inline, present)
+                inline = ByteRows(matrix, None, np.full(matrix.shape[0], 4 * width, np.int64))
+                self.inline = scatter_rows(inline, present)
         else:
             sizes = pc.binary_length(column.values).to_numpy().astype(np.int64, copy=False)
-            self.element_length = _varint(sizes)
+            self.element_length = varint(sizes)
             encoded = 1 + self.element_length.lengths + sizes
             payload, self.payload_offsets = _segment_sums(encoded, counts)
         self.packed = column.kind != "bytes"
         if self.packed:
-            self.payload_length = _varint(payload)
+            self.payload_length = varint(payload)
             list_size = np.where(present, 1 + self.payload_length.lengths + payload, 0)
         else:
             list_size = payload
-        self.list_length = _varint(list_size)
+        self.list_length = varint(list_size)
         feature_size = 1 + self.list_length.lengths + list_size
-        self.feature_length = _varint(feature_size)
+        self.feature_length = varint(feature_size)
         entry_size = len(self.key_part) + self.feature_length.lengths + feature_size
-        self.entry_length = _varint(entry_size)
+        self.entry_length = varint(entry_size)
         self.size = np.where(self.written, 1 + self.entry_length.lengths + entry_size, 0)
 
-    def header_parts(self, n: int) -> list[_Bytes]:
+    def header_parts(self, n: int) -> list[ByteRows]:
         """The map entry up to the list payload (with an inline payload, all of it)."""
         parts = [
-            _constant(bytes([_TAG_1]), n),
+            constant(bytes([_TAG_1]), n),
             self.entry_length,
-            _constant(self.key_part, n),
+            constant(self.key_part, n),
             self.feature_length,
             *self.feature_header_parts(n),
         ]
         if self.written.all():
             return parts
-        return [_masked(part, self.written) for part in parts]
+        return [masked(part, self.written) for part in parts]
 
-    def feature_header_parts(self, n: int) -> list[_Bytes]:
+    def feature_header_parts(self, n: int) -> list[ByteRows]:
         """The `Feature` message up to the list payload (with an inline payload, all of it)."""
-        parts = [_constant(bytes([_KIND_TAGS[self.column.kind]]), n), self.list_length]
+        parts = [constant(bytes([_KIND_TAGS[self.column.kind]]), n), self.list_length]
         if self.packed:
-            parts.append(_constant(bytes([_TAG_1]), n, self.present))
-            parts.append(_masked(self.payload_length, self.present))
+            parts.append(constant(bytes([_TAG_1]), n, self.present))
+            parts.append(masked(self.payload_length, self.present))
         if self.inline is not None:
             parts.append(self.inline)
         return parts
@@ -379,8 +286,8 @@ class _EncodedColumn:
             data_buffer = pa.py_buffer(self.column.values)
         else:
             values = self.column.values
-            headers = _concat_parts(
-                [_constant(bytes([_TAG_1]), len(values)), self.element_length],
+            headers = concat_parts(
+                [constant(bytes([_TAG_1]), len(values)), self.element_length],
                 len(values),
                 pa.large_binary(),
             )
@@ -388,22 +295,8 @@ class _EncodedColumn:
             # The joined elements are laid out back to back from offset 0, so
             # the row offsets computed from the encoded sizes index into them.
             data_buffer = joined.buffers()[2] or pa.py_buffer(b"")
-        offsets = _offsets_buffer(self.payload_offsets, large, cumulative=False)
+        offsets = offsets_buffer(self.payload_offsets, large, cumulative=False)
         return pa.Array.from_buffers(binary_type, n, [None, offsets, data_buffer])
-
-
-def _scatter_rows(part: _Bytes, present: np.ndarray) -> _Bytes:
-    """Spreads one matrix row per present row over all rows (absent rows empty)."""
-    n = present.shape[0]
-    if part.matrix.shape[0] == n:
-        return part
-    matrix = np.zeros((n, part.matrix.shape[1]), np.uint8)
-    matrix[present] = part.matrix
-    mask = np.zeros(matrix.shape, np.bool_)
-    mask[present] = True if part.mask is None else part.mask
-    lengths = np.zeros(n, np.int64)
-    lengths[present] = part.lengths
-    return _Bytes(matrix, mask, lengths)
 
 
 _NATIVE_KINDS = {"int64": 0, "float": 1, "bytes": 2}
@@ -413,7 +306,7 @@ _MODE_EXAMPLES, _MODE_FEATURES = 0, 1
 def _key_part(name: str) -> bytes:
     """A map entry's bytes before its value's length: key field, then the value field's tag."""
     key = name.encode("utf-8")
-    return bytes([_TAG_1]) + _varint_bytes(len(key)) + key + bytes([_TAG_2])
+    return bytes([_TAG_1]) + varint_bytes(len(key)) + key + bytes([_TAG_2])
 
 
 def _native_column(column: _Column, omit_nulls: bool) -> tuple:
@@ -426,35 +319,17 @@ def _native_column(column: _Column, omit_nulls: bool) -> tuple:
     elif column.kind == "float":
         values = np.ascontiguousarray(column.values, "<f4")
     else:
-        array = column.values  # large_binary
-        buffers = array.buffers()
-        if buffers[1] is None:
-            value_offsets = np.zeros(1, np.int64)
-        else:
-            value_offsets = np.frombuffer(buffers[1], np.int64)[array.offset : array.offset + len(array) + 1]
-        values = buffers[2] if buffers[2] is not None else b""
+        value_offsets, values = binary_offsets(column.values)  # large_binary: int64 offsets
     return (_NATIVE_KINDS[column.kind], _key_part(column.name), counts, written, values, value_offsets)
 
 
 def _encode_native(
-    native: Any, columns: list[_Column], n: int, omit_nulls: bool, mode: int
+    extension: Any, columns: list[_Column], n: int, omit_nulls: bool, mode: int
 ) -> pa.BinaryArray | pa.LargeBinaryArray:
     specs = [_native_column(column, omit_nulls) for column in columns]
-    offsets, data, large = native.encode(specs, n, mode, _MAX_BINARY_BYTES)
+    offsets, data, large = extension.encode(specs, n, mode, _MAX_BINARY_BYTES)
     binary_type = pa.large_binary() if large else pa.binary()
     return pa.Array.from_buffers(binary_type, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
 
 
 def check_not_nullable(batch: pa.RecordBatch) -> None:
@@ -525,28 +400,28 @@ def encode_examples(batch: pa.RecordBatch, omit_nulls: bool = True) -> pa.Binary
         return pa.Array.from_buffers(
             pa.binary(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
         )
-    native = _native()
-    if native is not None:
-        result = _encode_native(native, columns, n, omit_nulls, _MODE_EXAMPLES)
+    extension = native()
+    if extension is not None:
+        result = _encode_native(extension, columns, n, omit_nulls, _MODE_EXAMPLES)
         _LOGGER.debug("encoded %d rows, %d columns (native)", n, len(columns))
         return result
     encoded = [_EncodedColumn(column, n, omit_nulls) for column in columns]
     features_size = encoded[0].size.copy()
     for column in encoded[1:]:
         features_size += column.size
-    features_length = _varint(features_size)
+    features_length = varint(features_size)
     total = int(features_size.sum() + features_length.lengths.sum()) + n
     binary_type = pa.large_binary() if total > _MAX_BINARY_BYTES else pa.binary()
     pieces: list[pa.Array] = []
-    parts = [_constant(bytes([_TAG_1]), n), features_length]
+    parts = [constant(bytes([_TAG_1]), n), features_length]
     for column in encoded:
         parts.extend(column.header_parts(n))
         if column.inline is None:
-            pieces.append(_concat_parts(parts, n, binary_type))
+            pieces.append(concat_parts(parts, n, binary_type))
             pieces.append(column.payload(n, binary_type))
             parts = []
     if parts:
-        pieces.append(_concat_parts(parts, n, binary_type))
+        pieces.append(concat_parts(parts, n, binary_type))
     if len(pieces) == 1:
         return pieces[0]
     result = pc.binary_join_element_wise(*pieces, pa.scalar(b"", binary_type))
@@ -569,13 +444,13 @@ def encode_features(name: str, array: pa.Array) -> pa.BinaryArray | pa.LargeBina
     n = len(array)
     if n == 0:
         return pa.array([], pa.binary())
-    native = _native()
-    if native is not None:
-        return _encode_native(native, [_normalise(name, array)], n, True, _MODE_FEATURES)
+    extension = native()
+    if extension is not None:
+        return _encode_native(extension, [_normalise(name, array)], n, True, _MODE_FEATURES)
     column = _EncodedColumn(_normalise(name, array), n)
     total = int(column.size.sum())
     binary_type = pa.large_binary() if total > _MAX_BINARY_BYTES else pa.binary()
-    header = _concat_parts(column.feature_header_parts(n), n, binary_type)
+    header = concat_parts(column.feature_header_parts(n), n, binary_type)
     if column.inline is not None:
         return header
     return pc.binary_join_element_wise(header, column.payload(n, binary_type), pa.scalar(b"", binary_type))
@@ -595,5 +470,5 @@ def length_delimited(tag: int, payloads: pa.Array) -> pa.LargeBinaryArray:
     payloads = pc.fill_null(payloads.cast(pa.large_binary()), b"")
     n = len(payloads)
     lengths = pc.binary_length(payloads).to_numpy().astype(np.int64, copy=False)
-    header = _concat_parts([_constant(bytes([tag]), n), _varint(lengths)], n, pa.large_binary())
+    header = concat_parts([constant(bytes([tag]), n), varint(lengths)], n, pa.large_binary())
     return pc.binary_join_element_wise(header, payloads, pa.scalar(b"", pa.large_binary()))

@@ -22,17 +22,13 @@ checksums are computed with numpy and the frames are assembled by Arrow in one
 pass; only the data checksum needs one (C) call per record. Both give the same
 bytes. Setting the environment variable ``BEAM_TENSORIZE_TFRECORD_ENCODER=python``
 forces the numpy / pyarrow code here and in ``example_encoder`` (read at every
-call).
+call; ``native`` loads the extension).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import gzip
-import importlib
-import logging
-import os
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,6 +38,8 @@ import google_crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from beam_tensorize.kernels.tfrecord.native import NATIVE_ENV, binary_offsets, native
 
 __all__ = [
     "COMPRESSIONS",
@@ -58,38 +56,12 @@ __all__ = [
 #: Whole-file compressions TensorFlow reads ("" / "GZIP" / "ZLIB" in `tf.data.TFRecordDataset`).
 COMPRESSIONS = ("none", "gzip", "zlib")
 
-_LOGGER = logging.getLogger(__name__)
-
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
 _READ_CHUNK = 1 << 20
 _WRITE_BATCH = 8192  # records per framing call for iterables of bytes
 _WRITE_ARRAY_SLICE = 1 << 16  # records per framing call for Arrow arrays
-
-#: Environment variable: "python" uses the numpy / pyarrow code instead of the C extension.
-NATIVE_ENV = "BEAM_TENSORIZE_TFRECORD_ENCODER"
-_NATIVE_VERSION = 1
-
-
-@functools.lru_cache(maxsize=1)
-def _extension() -> object | None:
-    try:
-        module = importlib.import_module("beam_tensorize.kernels.tfrecord._tfrecordencode")
-    except ImportError as e:
-        _LOGGER.info("native TFRecord encoder not built (%s); using numpy / pyarrow", e)
-        return None
-    if getattr(module, "VERSION", None) != _NATIVE_VERSION:
-        _LOGGER.warning("native TFRecord encoder has an unexpected version; using numpy / pyarrow")
-        return None
-    return module
-
-
-def _native() -> Any:
-    """The C extension, or None when it is not built or `NATIVE_ENV` asks for Python."""
-    if os.environ.get(NATIVE_ENV, "").lower() == "python":
-        return None
-    return _extension()
 
 
 def _crc32c_table() -> np.ndarray:
@@ -165,16 +137,10 @@ def _as_binary_array(records: pa.Array | pa.ChunkedArray, large: bool = True) ->
     return records.cast(pa.large_binary())
 
 
-def _frame_native(native: Any, array: pa.Array) -> bytes:
+def _frame_native(extension: Any, array: pa.Array) -> bytes:
     """Frames a binary / string array (large or not) with the C extension."""
-    n = len(array)
-    width = 8 if pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type) else 4
-    buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], np.int64 if width == 8 else np.int32)[
-        array.offset : array.offset + n + 1
-    ]
-    data = buffers[2] if buffers[2] is not None else b""
-    return native.frame(np.ascontiguousarray(offsets), data, n, width)
+    offsets, data = binary_offsets(array)
+    return extension.frame(offsets, data, len(array), offsets.itemsize)
 
 
 def _assemble(records: pa.Array, lengths: np.ndarray, data_crcs: np.ndarray) -> bytes:
@@ -217,18 +183,17 @@ def frame_records(records: pa.Array | pa.ChunkedArray | Sequence[bytes]) -> byte
         >>> frame_records([b"abc"])[:8]
         b'\\x03\\x00\\x00\\x00\\x00\\x00\\x00\\x00'
     """
-    native = _native()
+    extension = native()
     if isinstance(records, (pa.Array, pa.ChunkedArray)):
-        array = _as_binary_array(records, large=native is None)
+        array = _as_binary_array(records, large=extension is None)
         n = len(array)
         if n == 0:
             return b""
-        if native is not None:
-            return _frame_native(native, array)
-        offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset : array.offset + n + 1]
+        if extension is not None:
+            return _frame_native(extension, array)
+        offsets, data = binary_offsets(array)
         start, stop = int(offsets[0]), int(offsets[-1])
-        data = array.buffers()[2]
-        data = b"" if data is None else data[start:stop].to_pybytes()
+        data = bytes(memoryview(data)[start:stop])
         starts = (offsets[:-1] - start).tolist()
         stops = (offsets[1:] - start).tolist()
         pieces = map(data.__getitem__, map(slice, starts, stops))
@@ -237,8 +202,8 @@ def frame_records(records: pa.Array | pa.ChunkedArray | Sequence[bytes]) -> byte
     items = [r if isinstance(r, bytes) else bytes(r) for r in records]
     if not items:
         return b""
-    if native is not None:
-        return native.frame_list(items)
+    if extension is not None:
+        return extension.frame_list(items)
     crcs = np.fromiter(map(google_crc32c.value, items), np.uint32, len(items))
     lengths = np.fromiter(map(len, items), np.int64, len(items))
     return _assemble(pa.array(items, pa.large_binary()), lengths, crcs)

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.kernels.tfrecord import example_encoder, framing
+from beam_tensorize.kernels.tfrecord import example_encoder
+from beam_tensorize.kernels.tfrecord import native as tfrecord_native
 from beam_tensorize.kernels.tfrecord.example_encoder import (
     encode_examples,
     encode_features,
@@ -36,7 +37,7 @@ from beam_tensorize.kernels.tfrecord.framing import NATIVE_ENV
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-NATIVE = framing._extension()
+NATIVE = tfrecord_native.extension()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension _tfrecordencode is not built")
 
 
@@ -768,9 +769,9 @@ class TestNativeMatchesFallback:
 
     def test_environment_variable_forces_the_fallback(self, monkeypatch):
         monkeypatch.setenv(NATIVE_ENV, "python")
-        assert framing._native() is None
+        assert tfrecord_native.native() is None
         monkeypatch.setenv(NATIVE_ENV, "")
-        assert framing._native() is NATIVE
+        assert tfrecord_native.native() is NATIVE
 
     def test_inconsistent_buffers_raise(self):
         counts = np.array([1, 2], np.int64)

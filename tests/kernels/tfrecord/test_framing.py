@@ -21,7 +21,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
-from beam_tensorize.kernels.tfrecord import framing
+from beam_tensorize.kernels.tfrecord import native as tfrecord_native
 from beam_tensorize.kernels.tfrecord.framing import (
     NATIVE_ENV,
     frame_records,
@@ -32,7 +32,7 @@ from beam_tensorize.kernels.tfrecord.framing import (
 
 RECORDS = [b"", b"a", bytes(range(256)), b"xyz" * 50_000, b"\x00" * 7]
 
-NATIVE = framing._extension()
+NATIVE = tfrecord_native.extension()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension _tfrecordencode is not built")
 
 
