@@ -416,10 +416,14 @@ class Layout:
             "groups": tuple(g.tensors(e) for g, e in zip(self._groups, chunk["groups"])),
         }
 
-    def cut(self, chunk: dict, index: tf.Tensor) -> dict:
-        """Batch `index` of a chunk's tensors (a dict of tensors and `DataFrame.Value`s in the
-        fields' order)."""
-        rows = tf.minimum(chunk["rows"] - index * self.batch_size, self.batch_size)
+    def rows(self, chunk: dict, index: tf.Tensor) -> tf.Tensor:
+        """The number of rows of batch `index` of a chunk."""
+        return tf.minimum(chunk["rows"] - index * self.batch_size, self.batch_size)
+
+    def cut(self, chunk: dict, index: tf.Tensor, rows: tf.Tensor | None = None) -> dict:
+        """Batch `index` (of `rows` rows, see `rows`) of a chunk's tensors (a dict of tensors
+        and `DataFrame.Value`s in the fields' order)."""
+        rows = self.rows(chunk, index) if rows is None else rows
         batch = {}
         for group, tensors in zip(self._groups, chunk["groups"]):
             batch.update(group.cut(tensors, index, rows))
@@ -445,10 +449,9 @@ class Layout:
             )
 
         def batch(chunk, index):
-            cut = self.cut(chunk, index)
-            if then is None:
-                return cut
-            return then(cut, tf.minimum(chunk["rows"] - index * size, size))
+            rows = self.rows(chunk, index)
+            cut = self.cut(chunk, index, rows)
+            return cut if then is None else then(cut, rows)
 
         if self.one_per_chunk:
             if drop_remainder:
