@@ -154,3 +154,42 @@ def test_list_files_is_empty_only_when_nothing_is_there(tmp_path, monkeypatch):
         list_files("gs://b/out/*")
     monkeypatch.setattr(files.FileSystems, "match", failing(FileNotFoundError("no such object")))
     assert list_files("gs://b/out/*") == []
+
+
+def test_list_files_raises_for_a_local_folder_it_cannot_read(tmp_path, monkeypatch):
+    """A local folder without read permission is an error naming the pattern (Beam's local match
+    and `os.walk` would list nothing); a missing folder or file still lists nothing."""
+    out = tmp_path / "out"
+    (out / "part").mkdir(parents=True)
+    (out / "part" / "a.avro").write_bytes(b"a")
+    (tmp_path / "file.avro").write_bytes(b"f")
+    real_scandir = os.scandir
+
+    def scandir(path="."):  # as for a folder without read permission (tests may run as root)
+        if os.fspath(path) == str(out / "part"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    assert list_files(str(out / "**")) == [str(out / "part" / "a.avro")]
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "scandir", scandir)
+        with pytest.raises(
+            OSError, match=r"^cannot list .*/out/\*\*: PermissionError: \[Errno 13\] Permission denied"
+        ):
+            list_files(str(out / "**"))
+        assert FileSystems.match([str(out / "**")])[0].metadata_list == []  # Beam's results, unchanged
+    for missing in ("missing/**", "missing/*.avro", "missing.avro", "file.avro/*", "missing/sub/"):
+        assert list_files(str(tmp_path / missing)) == [], missing
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any folder")
+def test_list_files_raises_for_a_folder_without_read_permission(tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    (folder / "a.avro").write_bytes(b"a")
+    folder.chmod(0)
+    try:
+        with pytest.raises(OSError, match=r"^cannot list .*/locked/\*: PermissionError"):
+            list_files(str(folder / "*"))
+    finally:
+        folder.chmod(0o755)
