@@ -132,7 +132,10 @@ class _Reader:
         self._defaults = [f for f in self.fields if f.default_value is not None]
         if not self._read_fields:
             raise ValueError("fields: every field has a default_value; name at least one column to read")
-        self._to_dense = to_dense
+        #: The fields padded into dense tensors (`to_dense`: True for every list, or names).
+        self._padded = frozenset(
+            (f.name for f in self._read_fields) if to_dense is True else (to_dense or ())
+        )
         if num_parallel_reads is None or num_parallel_reads == tf.data.AUTOTUNE:
             num_parallel_reads = min(len(self._names or ()), os.cpu_count() or 1) or 1
         self._reads = max(1, int(num_parallel_reads))
@@ -201,7 +204,7 @@ class _Reader:
 
     def _sparse_names(self) -> list[str]:
         """The list fields that become `tf.SparseTensor`s (not padded, no fixed shape)."""
-        padded = {f.name for f in self._read_fields} if self._to_dense is True else set(self._to_dense or ())
+        padded = self._padded
         return [f.name for f in self._read_fields if f.ragged_rank and not f.shape and f.name not in padded]
 
     def _finisher(self, values: bool):
@@ -209,8 +212,7 @@ class _Reader:
         when it is that already: lists as sparse (or padded) tensors, or, with `values`, kept
         as `DataFrame.Value`s (those of a fixed shape with values `[rows, *shape]`); the
         defaults added; the fields in their order."""
-        fields, defaults = self._read_fields, self._defaults
-        pad = True if self._to_dense is True else list(self._to_dense or ())
+        fields, defaults, pad = self._read_fields, self._defaults, sorted(self._padded)
         shaped = [f for f in fields if f.shape]
         if values and not shaped and not defaults:
             return None
