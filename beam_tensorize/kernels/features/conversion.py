@@ -1,16 +1,8 @@
 """Turn extracted tensor columns into tf.train.Example feature columns, row checks included.
 
-Every tensor is stored under one of three layouts, chosen from its config alone (so the
-metadata can be written without looking at data):
-
-* ``fixed_len`` — every dimension known (`shape` `[]`, `[4]`, `[2, 3]`): feature `<name>`
-  holds the flattened values; parse with `tf.io.FixedLenFeature(shape, dtype)`.
-* ``ragged`` — some dimension is `-1`: feature `<name>` holds the flattened values and, for
-  every inner dimension `i >= 1` that is `-1`, feature `<name>/row_lengths_<i>` holds the
-  lengths of the lists at that depth; parse with `tf.io.RaggedFeature` (partitions
-  `RowLengths` / `UniformRowLength`).
-* ``sparse`` — `isSparse` or dtype `sparseVector`: features `<name>/indices` (int64) and
-  `<name>/values` (float); parse with `tf.io.SparseFeature` when the dense size is known.
+Every tensor is stored under the layout its config gives it (`fixed_len`, `ragged` or
+`sparse`; see `beam_tensorize.kernels.features.layouts`, whose names this module also gives);
+the values are cast to the Example's types by `beam_tensorize.kernels.features.value_casts`.
 
 Rows that cannot be stored — a null where a value is needed, a list of the wrong length for an
 inner fixed dimension, a null inside a list, an integer that overflows its dtype, indices and
@@ -44,16 +36,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.config.errors import TensorizeError
-from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.arrow_types import (
-    as_large_list,
-    leaf_type,
-    list_depth,
-    list_lengths,
-    list_offsets,
+from beam_tensorize.kernels.arrow_types import as_large_list, list_depth, list_lengths, list_offsets
+from beam_tensorize.kernels.features.layouts import (
+    DENSE_VECTOR_KEY,
+    FeatureDataError,
+    FeatureLayout,
+    is_hashed_ntv,
+    layout_for_column,
+    layout_of,
 )
-from beam_tensorize.kernels.features.expressions import cast_like_spark
+from beam_tensorize.kernels.features.value_casts import cast_values
 
 __all__ = [
     "DENSE_VECTOR_KEY",
@@ -65,130 +57,6 @@ __all__ = [
     "layout_of",
     "to_feature_columns",
 ]
-
-#: Field metadata marking a column that a transform turned into a dense vector whose size is
-#: known only at run time (an NTV tensor with `isSparse: false`): stored with shape [-1].
-DENSE_VECTOR_KEY = b"beam_tensorize.dense_vector"
-
-_VALUE_TYPES = {
-    "int": "int64",
-    "long": "int64",
-    "boolean": "int64",
-    "float": "float32",
-    "double": "float32",
-    "string": "string",
-    "bytes": "string",
-    "sparseVector": "float32",
-}
-
-
-class FeatureDataError(TensorizeError, ValueError):
-    """A whole column does not fit its tensor config (e.g. lists where scalars are declared)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class FeatureLayout:
-    """How one tensor is stored in a tf.train.Example.
-
-    Attributes:
-        name: tensor name (also the feature key, or its prefix).
-        dtype: the config dtype (`long`, `float`, ...).
-        shape: the config shape (`-1` = variable).
-        kind: `fixed_len`, `ragged` or `sparse`.
-        value_type: the Example list type: `int64`, `float32` or `string` (bytes).
-    """
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    kind: str
-    value_type: str
-
-    @classmethod
-    def for_tensor(cls, name: str, dtype: str, shape: Sequence[int], is_sparse: bool) -> FeatureLayout:
-        """The layout for a tensor config."""
-        shape = tuple(shape)
-        if is_sparse or dtype == "sparseVector":
-            kind = "sparse"
-        elif all(d >= 0 for d in shape):
-            kind = "fixed_len"
-        else:
-            kind = "ragged"
-        return cls(name, dtype, shape, kind, _VALUE_TYPES[dtype])
-
-    @property
-    def value_key(self) -> str:
-        """The feature holding the values."""
-        return f"{self.name}/values" if self.kind == "sparse" else self.name
-
-    @property
-    def index_key(self) -> str:
-        """The feature holding sparse indices."""
-        return f"{self.name}/indices"
-
-    def row_length_keys(self) -> list[tuple[int, str]]:
-        """(dimension, feature key) of every stored row-lengths feature (ragged only)."""
-        if self.kind != "ragged":
-            return []
-        return [(i, f"{self.name}/row_lengths_{i}") for i, d in enumerate(self.shape) if i and d < 0]
-
-    def feature_keys(self) -> list[str]:
-        """Every Example feature key this tensor writes."""
-        if self.kind == "sparse":
-            return [self.index_key, self.value_key]
-        return [self.name] + [key for _, key in self.row_length_keys()]
-
-
-def is_hashed_ntv(tensor: TensorConfig) -> bool:
-    """A hashed tensor whose input is name-term-value records (it becomes a vector of bucket
-    values): `columnConfig`, `isSparse`, or a float / sparseVector dtype (hashed strings give
-    integer ids, so a float dtype means NTV values)."""
-    if tensor.input.transform_config.hash_info is None:
-        return False
-    out = tensor.output
-    return (
-        tensor.input.column_config is not None
-        or out.is_sparse
-        or out.dtype in ("float", "double", "sparseVector")
-    )
-
-
-def layout_of(tensor: TensorConfig) -> FeatureLayout:
-    """How a configured tensor is stored in an Example."""
-    out = tensor.output
-    if is_hashed_ntv(tensor):
-        size = tensor.input.transform_config.hash_info.hash_bucket_size
-        kind = "sparse" if out.is_sparse or out.dtype == "sparseVector" else "fixed_len"
-        return FeatureLayout(out.name, "float", (size,), kind, "float32")
-    return FeatureLayout.for_tensor(out.name, out.dtype, out.shape, out.is_sparse)
-
-
-def layout_for_column(name: str, column_type: pa.DataType) -> FeatureLayout:
-    """How a raw input column kept as an extra column is stored, from its Arrow type.
-
-    Integers -> long, floating point -> double, booleans -> boolean, strings -> string,
-    binary -> bytes; every list level is a `-1` dimension, and a scalar is stored with shape
-    `[-1]` too, so a null becomes an empty list instead of a bad record.
-
-    Raises:
-        FeatureDataError: the type (record, map, ...) has no Example form.
-    """
-    depth, leaf = list_depth(column_type), leaf_type(column_type)
-    if pa.types.is_boolean(leaf):
-        dtype = "boolean"
-    elif pa.types.is_integer(leaf):
-        dtype = "long"
-    elif pa.types.is_floating(leaf) or pa.types.is_decimal(leaf):
-        dtype = "double"
-    elif pa.types.is_string(leaf) or pa.types.is_large_string(leaf):
-        dtype = "string"
-    elif pa.types.is_binary(leaf) or pa.types.is_large_binary(leaf) or pa.types.is_fixed_size_binary(leaf):
-        dtype = "bytes"
-    else:
-        raise FeatureDataError(
-            f"extra column {name!r} is {column_type}, which a tf.train.Example cannot hold"
-        )
-    return FeatureLayout.for_tensor(name, dtype, (-1,) * max(depth, 1), False)
 
 
 @dataclasses.dataclass
@@ -385,89 +253,13 @@ def _convert_values(
     values: pa.Array, layout: FeatureLayout, problems: _Problems, row_of: _Owners | None
 ) -> pa.Array:
     """Cast flat values to the Example list type of `layout`, flagging rows that overflow."""
-    source, name = values.type, layout.name
 
     def flag(bad_values: np.ndarray, reason: str) -> None:
         if bad_values.any():
             rows = np.flatnonzero(bad_values) if row_of is None else row_of[bad_values]
-            problems.add(_rows_mask(rows, problems), f"tensor {name!r}: {reason}")
+            problems.add(_rows_mask(rows, problems), f"tensor {layout.name!r}: {reason}")
 
-    if layout.value_type == "string":
-        if pa.types.is_fixed_size_binary(source):
-            return values.cast(pa.binary())
-        if not (
-            pa.types.is_string(source)
-            or pa.types.is_large_string(source)
-            or pa.types.is_binary(source)
-            or pa.types.is_large_binary(source)
-        ):
-            if layout.dtype == "bytes":
-                raise FeatureDataError(
-                    f"tensor {name!r}: dtype bytes needs binary or string input, got {source}"
-                )
-            try:
-                values = cast_like_spark(values, "string")
-            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
-                union = pa.types.is_struct(source) and source.num_fields and source.field(0).name == "member0"
-                members = ", ".join(f"{f.name}: {f.type}" for f in source) if union else ""
-                hint = (
-                    f"it is an Avro union of several types ({members}): pick one in the columnExpr "
-                    "(`<column>.member0`, ...)"
-                    if union
-                    else f"{err}"
-                )
-                raise FeatureDataError(
-                    f"tensor {name!r}: dtype {layout.dtype} cannot take {source} input; {hint}"
-                ) from None
-        return values.cast(pa.large_binary())
-    if pa.types.is_string(source) or pa.types.is_large_string(source) or pa.types.is_binary(source):
-        raise FeatureDataError(
-            f"tensor {name!r}: dtype {layout.dtype} with string input needs a feature list or "
-            "hashing, which this version does not support yet"
-        )
-    if layout.dtype == "boolean":
-        if pa.types.is_boolean(source):
-            return values.cast(pa.int64())
-        if pa.types.is_integer(source):
-            flag(~np.isin(np.asarray(values), [0, 1]), "boolean tensor holds a value other than 0/1")
-            return values.cast(pa.int64())
-        raise FeatureDataError(f"tensor {name!r}: dtype boolean needs boolean input, got {source}")
-    if layout.value_type == "int64":
-        if pa.types.is_boolean(source):
-            return values.cast(pa.int64())
-        if pa.types.is_decimal(source):
-            values, source = values.cast(pa.float64()), pa.float64()
-        if pa.types.is_floating(source):
-            as_float = np.asarray(values.cast(pa.float64()))
-            with np.errstate(invalid="ignore"):
-                fractional = ~np.isfinite(as_float) | (np.trunc(as_float) != as_float)
-                fractional |= np.abs(as_float) >= 2.0**63
-            flag(fractional, f"value is not a whole number fitting dtype {layout.dtype}")
-            values = pa.array(np.where(fractional, 0, as_float).astype(np.int64))
-        if not pa.types.is_integer(values.type):
-            raise FeatureDataError(
-                f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}{_what_to_do(source)}"
-            )
-        if layout.dtype == "int":
-            as_int = np.asarray(values.cast(pa.int64(), safe=False))
-            flag((as_int < -(2**31)) | (as_int >= 2**31), "value overflows dtype int (32 bits)")
-        if pa.types.is_uint64(values.type):
-            big = np.asarray(values) >= 2**63
-            flag(big, "value overflows dtype long (64 bits)")
-        return values.cast(pa.int64(), safe=False)
-    # float32
-    if pa.types.is_boolean(source) or pa.types.is_integer(source) or pa.types.is_decimal(source):
-        # Spark casts a long to a float rounding to the nearest (Avro2TF labels hold 2e18 job ids).
-        return values.cast(pa.float64(), safe=False).cast(pa.float32(), safe=False)
-    if not pa.types.is_floating(source):
-        raise FeatureDataError(
-            f"tensor {name!r}: dtype {layout.dtype} needs numbers, got {source}{_what_to_do(source)}"
-        )
-    as_float = np.asarray(values.cast(pa.float64()))
-    with np.errstate(invalid="ignore"):
-        overflow = np.isfinite(as_float) & (np.abs(as_float) > np.finfo(np.float32).max)
-    flag(overflow, "value overflows a 32-bit float")
-    return values.cast(pa.float32(), safe=False)
+    return cast_values(values, layout, flag)
 
 
 def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dict[str, pa.Array]:
@@ -510,17 +302,3 @@ def _sparse(column: pa.Array, layout: FeatureLayout, problems: _Problems) -> dic
         layout.index_key: row_of_idx.lists_of(flat_idx),
         layout.value_key: row_of_val.lists_of(flat_val),
     }
-
-
-def _what_to_do(source: pa.DataType) -> str:
-    """The fix for a column a numeric tensor cannot hold, as the end of the error message."""
-    if pa.types.is_struct(source) and all(
-        source.field(i).name == f"member{i}" for i in range(source.num_fields)
-    ):
-        return (
-            "; the input column is a union of several types (Avro ['null', 'string', 'long'] and the "
-            "like): pick one branch in the columnExpr (e.g. x.member1) or CAST it"
-        )
-    if pa.types.is_string(source) or pa.types.is_large_string(source) or pa.types.is_binary(source):
-        return "; CAST it in the columnExpr (e.g. CAST(x AS DOUBLE)) or give the tensor dtype string"
-    return "; select a field of it in the columnExpr, CAST it, or give the tensor another dtype"

@@ -4,7 +4,7 @@ The reference for every comparison is protobuf itself: each row is built as a
 ``tf.train.Example`` and serialized deterministically, map entry by map entry, in
 UTF-8 key order (see ``canonical_bytes``).
 
-Every test runs twice (the autouse ``encoder_path`` fixture): with the C extension
+Every test runs twice (the ``both_paths`` fixture of conftest.py): with the C extension
 ``_tfrecordencode`` (skipped when it is not built) and with the numpy / pyarrow fallback. The
 tests at the end compare the two paths byte for byte on fixed and random batches.
 """
@@ -41,16 +41,7 @@ NATIVE = tfrecord_native.extension()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension _tfrecordencode is not built")
 
 
-@pytest.fixture(autouse=True, params=["native", "python"])
-def encoder_path(request, monkeypatch):
-    """Runs the test with the C extension, then with the numpy / pyarrow fallback."""
-    if request.param == "native":
-        if NATIVE is None:
-            pytest.skip("the C extension _tfrecordencode is not built")
-        monkeypatch.delenv(NATIVE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(NATIVE_ENV, "python")
-    return request.param
+pytestmark = pytest.mark.usefixtures("both_paths")  # see conftest.py
 
 
 def _value_type(typ: pa.DataType) -> pa.DataType:
@@ -688,8 +679,8 @@ def random_batch(rng: np.random.Generator) -> pa.RecordBatch:
 class TestNativeMatchesFallback:
     """The C extension and the numpy / pyarrow fallback give the same bytes."""
 
-    @pytest.fixture(autouse=True)
-    def encoder_path(self):  # overrides the module's: these tests run both paths themselves
+    @pytest.fixture
+    def both_paths(self):  # overrides conftest.py's: these tests run both paths themselves
         return "both"
 
     def test_fixed_cases(self, monkeypatch):

@@ -1,6 +1,6 @@
 """Tests for beam_tensorize.kernels.tfrecord.framing (checked against TensorFlow's reader/writer).
 
-Every test runs twice (the autouse ``framing_path`` fixture): with the C extension
+Every test runs twice (the ``both_paths`` fixture of conftest.py): with the C extension
 ``_tfrecordencode`` (skipped when it is not built) and with the numpy / pyarrow fallback. The
 tests at the end compare the two byte for byte and check the extension's CRC-32C.
 """
@@ -36,16 +36,7 @@ NATIVE = tfrecord_native.extension()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension _tfrecordencode is not built")
 
 
-@pytest.fixture(autouse=True, params=["native", "python"])
-def framing_path(request, monkeypatch):
-    """Runs the test with the C extension, then with the numpy / pyarrow fallback."""
-    if request.param == "native":
-        if NATIVE is None:
-            pytest.skip("the C extension _tfrecordencode is not built")
-        monkeypatch.delenv(NATIVE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(NATIVE_ENV, "python")
-    return request.param
+pytestmark = pytest.mark.usefixtures("both_paths")  # see conftest.py
 
 
 def tf_read(path: str, compression: str = "") -> list[bytes]:
@@ -297,8 +288,8 @@ def _random_records(rng: np.random.Generator):
 class TestNativeMatchesFallback:
     """The C extension frames exactly as the numpy / pyarrow fallback does."""
 
-    @pytest.fixture(autouse=True)
-    def framing_path(self, monkeypatch):  # overrides the module's: these tests run both paths
+    @pytest.fixture
+    def both_paths(self, monkeypatch):  # overrides conftest.py's: these tests run both paths
         monkeypatch.delenv(NATIVE_ENV, raising=False)
         return "both"
 
