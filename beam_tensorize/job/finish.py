@@ -13,16 +13,15 @@ import base64
 import json
 import posixpath
 import uuid
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SUCCESS_FILE, TEMP_FOLDER, PendingFiles, commit_files
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, read_feature_lists
 from beam_tensorize.job.files import list_files, read_text, write_text_atomically
-from beam_tensorize.job.metadata import write_metadata
+from beam_tensorize.job.metadata import MetadataInputs, MetadataSettings, write_run_metadata
 from beam_tensorize.job.report import schema_string_domains, stage_statistics_proto, staged_report
 from beam_tensorize.job.transaction import CommitConflict, Transaction
-from beam_tensorize.kernels.features.conversion import layout_for_column, layout_of
+from beam_tensorize.kernels.features.conversion import layout_for_column
 from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS, sum_counts
 from beam_tensorize.kernels.output.dedup import index_column
 from beam_tensorize.kernels.partitions import PARTITION_ID_COLUMN, PARTITION_ID_LAYOUT
@@ -39,7 +38,6 @@ __all__ = [
     "OFF_SHAPE",
     "SPLIT_FOLDERS",
     "check_bad_records",
-    "check_partition_columns",
     "commit_dead_letters",
     "dead_letter_json",
     "describe_split",
@@ -73,28 +71,6 @@ def first_layouts(candidates) -> tuple:
     """The extra columns' layouts, the same on every runner whatever batch came first."""
     found = [c for c in candidates if c]
     return min(found, key=repr) if found else ()
-
-
-def check_partition_columns(
-    config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...], setting: str = "partition_by"
-) -> None:
-    """Partition columns must be scalar tensors or extra columns (checked when built); errors
-    name the `setting` that gave them."""
-    tensors = {t.name: t for t in config.tensors}
-    for name in names:
-        if name in tensors:
-            layout = layout_of(tensors[name])
-            if layout.kind != "fixed_len" or layout.shape != ():
-                raise ValueError(
-                    f"{setting}: tensor {name!r} is not a scalar (shape {list(layout.shape)}, "
-                    f"{layout.kind}); only one value per record can name a folder"
-                )
-        elif name not in extra:
-            raise ValueError(
-                f"{setting}: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
-            )
-    if len(set(names)) != len(names):
-        raise ValueError(f"{setting}: {list(names)} names a column twice")
 
 
 def ignoring_existing(split_dir: str, save_mode: str) -> bool:
@@ -219,19 +195,6 @@ def describe_blocks(splits: dict, split: str, counts: dict, block_size: int, gro
     return {**splits, split: info}
 
 
-class MetadataInputs(NamedTuple):
-    """What a run found out for the metadata besides its files (see `write_metadata`)."""
-
-    lists: dict
-    write_lists: bool
-    extra: tuple = ()
-    maxima: dict | None = None
-    transform: dict | None = None
-    #: The records were indexed with the output's feature lists (validation / test, or an
-    #: append to train data): they must still be the output's at the commit.
-    lists_from_output: bool = False
-
-
 def _check_same_lists(spec: TensorizeSpec, inputs: MetadataInputs, previous: dict | None) -> None:
     """Under the commit lock: another run's commit since this run started must not have changed
     the feature lists this run's records are indexed with."""
@@ -277,10 +240,8 @@ def commit_split(
     out, split = spec.output, spec.split
     with Transaction(out, run) as txn:
         if pending is None:
-            metadata = write_metadata(
-                {}, spec.config, out, spec.compression, inputs.write_lists, inputs.lists, inputs.extra,
-                inputs.maxima, discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
-            )  # fmt: skip
+            settings = MetadataSettings.of(spec)._replace(add_to_recorded=False)
+            metadata = write_run_metadata({}, settings, inputs, txn)
             txn.mark(posixpath.join(out, SUCCESS_FILE))  # the job is complete: its lists and metadata
             return {"output": out, "split": split, "files": [], "numRecords": 0, "metadata": metadata,
                     "conversionSkipped": True}  # fmt: skip
@@ -294,12 +255,13 @@ def commit_split(
         if spec.dedup_block_size:
             splits = describe_blocks(splits, split, counts, spec.dedup_block_size, spec.dedup_user_cols)
         report = staged_report(txn, out, split)  # (read once: the schema's domains, the stats.pb)
-        metadata = write_metadata(
-            splits, spec.config, out, spec.compression, inputs.write_lists and previous is None, inputs.lists,
-            inputs.extra, inputs.maxima, add_to_recorded=spec.save_mode == "append",
-            discard_unknown=spec.discard_unknown_entries, transform=inputs.transform, txn=txn,
-            string_domains=schema_string_domains(out, split, report, spec.save_mode == "append"),
-        )  # fmt: skip
+        metadata = write_run_metadata(
+            splits,
+            MetadataSettings.of(spec),
+            inputs._replace(write_lists=inputs.write_lists and previous is None),
+            txn,
+            schema_string_domains(out, split, report, spec.save_mode == "append"),
+        )
         stage_statistics_proto(txn, out, split, report, inputs.lists)  # beside a staged report
         commit_dead_letters(counts, posixpath.join(out, DEAD_LETTER_FOLDER, split), txn)
         for folder in (posixpath.join(out, split), out):  # the split's too, as Avro2TF writes it

@@ -18,6 +18,7 @@ import logging
 import posixpath
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from typing import NamedTuple
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.feature_lists import FEATURE_LIST_FOLDER, write_feature_lists
@@ -34,9 +35,52 @@ from beam_tensorize.kernels.metadata import (
 )
 from beam_tensorize.kernels.tfmd_schema import SCHEMA_FILE, schema_text
 
-__all__ = ["read_metadata", "stage_metadata_files", "write_metadata"]
+__all__ = [
+    "MetadataInputs",
+    "MetadataSettings",
+    "read_metadata",
+    "stage_metadata_files",
+    "write_metadata",
+    "write_run_metadata",
+]
 
 _LOGGER = logging.getLogger(__name__)
+
+
+class MetadataSettings(NamedTuple):
+    """The job's settings the metadata is written with (a view of a `TensorizeSpec`: `of`)."""
+
+    config: TensorizeConfig
+    output_dir: str
+    compression: str = "none"
+    #: The data is added to what the document describes (appending): the recorded maxima count too.
+    add_to_recorded: bool = False
+    #: Entries not in their feature list were left out of lists and vectors.
+    discard_unknown: bool = False
+
+    @classmethod
+    def of(cls, spec) -> MetadataSettings:
+        """The metadata settings of a `TensorizeSpec`."""
+        return cls(
+            spec.config,
+            spec.output,
+            spec.compression,
+            spec.save_mode == "append",
+            spec.discard_unknown_entries,
+        )
+
+
+class MetadataInputs(NamedTuple):
+    """What a run found out for the metadata besides its files (see `write_metadata`)."""
+
+    lists: dict
+    write_lists: bool
+    extra: tuple = ()
+    maxima: dict | None = None
+    transform: dict | None = None
+    #: The records were indexed with the output's feature lists (validation / test, or an
+    #: append to train data): they must still be the output's at the commit.
+    lists_from_output: bool = False
 
 
 def read_metadata(output_dir: str) -> dict | None:
@@ -98,20 +142,35 @@ def write_metadata(
         string_domains: `{string feature: its values}` for `schema.pbtxt`
             (`beam_tensorize.job.report.schema_string_domains`).
     """
+    settings = MetadataSettings(config, output_dir, compression, add_to_recorded, discard_unknown)
+    inputs = MetadataInputs(dict(lists or {}), write_lists, tuple(extra), maxima, transform)
+    return write_run_metadata(splits, settings, inputs, txn, string_domains)
+
+
+def write_run_metadata(
+    splits: Mapping[str, Mapping],
+    settings: MetadataSettings,
+    inputs: MetadataInputs,
+    txn: Transaction | None = None,
+    string_domains: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """`write_metadata` with the job's settings and what its run found out as they travel
+    (`MetadataSettings.of(spec)`, `MetadataInputs`); returns the document's path."""
+    output_dir = settings.output_dir
     with _transaction(txn, output_dir) as txn:
-        lists = dict(lists or {})
-        paths = _feature_list_paths(lists, output_dir, txn if write_lists else None)
+        lists = dict(inputs.lists or {})
+        paths = _feature_list_paths(lists, output_dir, txn if inputs.write_lists else None)
         previous = read_metadata(output_dir) or {}
         document = build_metadata(
-            config,
+            settings.config,
             _merged_data(splits, previous),
             lists,
             paths,
-            compression=compression,
-            extra_columns=extra,
-            maxima=_run_maxima(maxima, add_to_recorded, previous, config),
-            discard_unknown=discard_unknown,
-            transform=transform if transform is not None else previous.get("transform"),
+            compression=settings.compression,
+            extra_columns=inputs.extra,
+            maxima=_run_maxima(inputs.maxima, settings.add_to_recorded, previous, settings.config),
+            discard_unknown=settings.discard_unknown,
+            transform=inputs.transform if inputs.transform is not None else previous.get("transform"),
         )
         return _stage_document(txn, output_dir, document, string_domains)
 

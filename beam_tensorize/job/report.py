@@ -7,12 +7,15 @@ the JSON into the run's staging folder (`target`), which the commit moves into p
 data and the metadata (`beam_tensorize.job.transaction`). A run that fails writes neither, and
 leaves the report of an earlier run as it was. See docs/report.md for the document.
 
-The page is drawn with matplotlib, whose import and first figure cost about a second. A job
-that writes one calls `start_page_renderer` when it starts: a child process imports matplotlib
-and draws a first plot on another core while the job runs; the statistics step sends it the
-tensors' entries as soon as they are complete (`draw_page_figures_ahead`), and `write_report`
-(in the same process) hands it the document. Should the child fail, the page is rendered here instead (an
-error in the page then surfaces as it would without the child).
+The page is drawn with matplotlib, whose import and first figure cost about a second. The run
+of a job that writes one owns a page renderer for its whole length (`with page_renderer():`,
+around building and running the pipeline: the CLI, `tensorize_spark`): a child process imports
+matplotlib and draws a first plot on another core while the job runs; the statistics step sends
+it the tensors' entries as soon as they are complete (`draw_page_figures_ahead`), and
+`write_report` hands it the document. The steps only use the renderer of their process, if any:
+without one (another runner's workers, a pipeline built without it) or should the child fail,
+the page is rendered in-process instead (an error in the page then surfaces as it would without
+the child). The renderer stops when its owner's `with` ends.
 
 Example:
     >>> import os, tempfile
@@ -28,7 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -37,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from beam_tensorize.job.files import read_text, write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS
@@ -58,12 +60,12 @@ __all__ = [
     "TRAIN_SPLIT",
     "draw_page_figures_ahead",
     "load_report",
+    "page_renderer",
     "rebuild_page",
     "report_paths",
     "schema_string_domains",
     "stage_statistics_proto",
     "staged_report",
-    "start_page_renderer",
     "stats_path",
     "write_report",
 ]
@@ -134,15 +136,33 @@ _renderer: _PageRenderer | None = None
 _renderer_lock = threading.Lock()
 
 
-def start_page_renderer() -> None:
-    """Start the page renderer of this process, unless one is waiting (see the module docstring)."""
+@contextlib.contextmanager
+def page_renderer(enabled: bool = True) -> Iterator[None]:
+    """Own this process's page renderer for the `with` block (see the module docstring): started
+    on entering, stopped on leaving (unless `write_report` has used it by then). Nothing happens
+    when not `enabled`, or inside another `with page_renderer()`, or when no child process can
+    be started (the page is then drawn in-process).
+
+    Example:
+        >>> with page_renderer():
+        ...     pass  # build and run the pipeline that writes the report here
+    """
     global _renderer
+    started = None
     with _renderer_lock:
-        if _renderer is None or _renderer.process.poll() is not None:
+        if enabled and _renderer is None:
             try:
-                _renderer = _PageRenderer()
+                started = _renderer = _PageRenderer()
             except OSError:  # no child processes here: the page is drawn in-process
-                _renderer = None
+                started = None
+    try:
+        yield
+    finally:
+        if started is not None:
+            with _renderer_lock:
+                if _renderer is started:
+                    _renderer = None
+            started.stop()
 
 
 def draw_page_figures_ahead(tensors: list[dict]) -> None:
@@ -160,13 +180,6 @@ def _take_page_renderer() -> _PageRenderer | None:
     with _renderer_lock:
         renderer, _renderer = _renderer, None
     return renderer
-
-
-@atexit.register
-def _stop_page_renderer() -> None:
-    renderer = _take_page_renderer()
-    if renderer is not None:
-        renderer.stop()
 
 
 def _render_page(document: dict) -> str:

@@ -14,7 +14,7 @@ Example:
     >>> TensorizeSpec(load_config(SAMPLE_CONFIG), "out", num_shards=0)
     Traceback (most recent call last):
     ...
-    ValueError: num_shards must be a positive integer, got 0
+    beam_tensorize.job.spec.SettingError: num_shards must be a positive integer, got 0
 """
 
 from __future__ import annotations
@@ -22,21 +22,54 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+from collections.abc import Callable
 
 from beam_tensorize.config import load_config
+from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SAVE_MODES
 from beam_tensorize.job.feature_lists import feature_list_groups
-from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS, check_partition_columns
+from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS
 from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.kernels import formats
+from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.extract import extra_column_names, input_columns
-from beam_tensorize.kernels.output import check_output_format, get_output_format, output_format_names
+from beam_tensorize.kernels.output import get_output_format, output_format_names
 from beam_tensorize.kernels.partitions import PARTITION_FOLDER_COLUMN, PARTITION_ID_COLUMN
 from beam_tensorize.kernels.report.drift import DEFAULT_DRIFT_THRESHOLD
 from beam_tensorize.kernels.serving.settings import TransformSettings
 
-__all__ = ["TensorizeSpec"]
+__all__ = ["SettingError", "TensorizeSpec"]
+
+#: How a message names a setting: the identity here, flag names in the CLI.
+Naming = Callable[[str], str]
+
+
+def _as_is(name: str) -> str:
+    return name
+
+
+class SettingError(TensorizeError, ValueError):
+    """A bad setting. The message names its settings through a function, so that a front end
+    can say them its own way (the CLI: `--num_shards` for `num_shards`).
+
+    Example:
+        >>> err = SettingError(lambda n: f"give {n('num_shards')} or {n('max_records_per_file')}")
+        >>> str(err), err.naming(lambda name: "--" + name)
+        ('give num_shards or max_records_per_file', 'give --num_shards or --max_records_per_file')
+    """
+
+    def __init__(self, message: Callable[[Naming], str]):
+        self._message = message
+        super().__init__(message(_as_is))
+
+    def naming(self, name: Naming) -> str:
+        """The message with every setting named by `name`."""
+        return self._message(name)
+
+    def __reduce__(self):  # the message function need not pickle: the text travels
+        return ValueError, (str(self),)
+
 
 #: Other names of execution modes (Avro2TF's `training`).
 _MODE_ALIASES = {"training": "train"}
@@ -44,12 +77,12 @@ _MODE_ALIASES = {"training": "train"}
 
 def _positive(name: str, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise SettingError(lambda n: f"{n(name)} must be a positive integer, got {value!r}")
 
 
 def _fraction(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, got {value!r}")
+        raise SettingError(lambda n: f"{n(name)} must be between 0 and 1, got {value!r}")
 
 
 def _names(name: str, value) -> tuple[str, ...]:
@@ -210,7 +243,9 @@ class TensorizeSpec:
         if self.max_records_per_file is not None:
             _positive("max_records_per_file", self.max_records_per_file)
             if self.num_shards is not None:
-                raise ValueError("give num_shards or max_records_per_file, not both")
+                raise SettingError(
+                    lambda n: f"give {n('num_shards')} or {n('max_records_per_file')}, not both"
+                )
 
     def _check_output_format(self) -> None:
         """The output format and its compression (None: the format's default)."""
@@ -220,7 +255,14 @@ class TensorizeSpec:
             )
         if self.compression is None:
             self._set("compression", get_output_format(self.output_format).compressions[0])
-        check_output_format(self.output_format, self.compression, "compression")
+        compressions = get_output_format(self.output_format).compressions
+        if self.compression not in compressions:
+            raise SettingError(
+                lambda n: (
+                    f"{n('compression')} {self.compression!r} does not apply to {n('output_format')} "
+                    f"{self.output_format!r}; use one of {', '.join(compressions)}"
+                )
+            )
 
     def _check_bad_records(self) -> None:
         """The save mode and the share of bad rows allowed."""
@@ -248,16 +290,21 @@ class TensorizeSpec:
         """`partition_by`, or Avro2TF's `partition_field_name` with `num_partitions`."""
         config = self.config
         self._set("partition_by", _names("partition_by", self.partition_by))
-        check_partition_columns(config, self.partition_by, extra)
+        _check_partition_columns(config, self.partition_by, extra)
         if self.partition_field_name is None:
             return
         field = self.partition_field_name
         if not isinstance(field, str) or not field.strip():
-            raise ValueError(f"partition_field_name must name a column, got {field!r}")
+            raise SettingError(lambda n: f"{n('partition_field_name')} must name a column, got {field!r}")
         if self.partition_by:
-            raise ValueError("give partition_field_name (partition=<id>/ folders) or partition_by, not both")
+            raise SettingError(
+                lambda n: (
+                    f"give {n('partition_field_name')} (partition=<id>/ folders) or {n('partition_by')}, "
+                    "not both"
+                )
+            )
         _positive("num_partitions", self.num_partitions)
-        check_partition_columns(config, (field,), extra, "partition_field_name")
+        _check_partition_columns(config, (field,), extra, "partition_field_name")
         taken = {PARTITION_ID_COLUMN, PARTITION_FOLDER_COLUMN} & (set(extra) | set(config.tensor_names))
         if taken:
             raise ValueError(
@@ -266,8 +313,11 @@ class TensorizeSpec:
 
     def _check_skip_conversion(self) -> None:
         if self.skip_conversion and self.execution_mode != "train":
-            raise ValueError(
-                "skip_conversion writes the feature lists and metadata of train mode; use execution_mode train"
+            raise SettingError(
+                lambda n: (
+                    f"{n('skip_conversion')} writes the feature lists and metadata of train mode; use "
+                    f"{n('execution_mode')} train"
+                )
             )
 
     def _check_dedup(self) -> None:
@@ -275,16 +325,22 @@ class TensorizeSpec:
         groups = tuple(tuple(g) for g in self.dedup_user_cols)
         self._set("dedup_user_cols", groups)
         if (self.dedup_block_size is None) != (not groups):
-            raise ValueError("give dedup_block_size and dedup_user_cols together")
+            raise SettingError(lambda n: f"give {n('dedup_block_size')} and {n('dedup_user_cols')} together")
         if not groups:
             return
         _positive("dedup_block_size", self.dedup_block_size)
         if self.output_format != "parquet":
-            raise ValueError("deduplication writes Parquet blocks: use output_format parquet")
+            raise SettingError(
+                lambda n: f"deduplication writes Parquet blocks: use {n('output_format')} parquet"
+            )
         if self.folder_columns:
             raise ValueError("deduplication and partition folders exclude each other")
         if self.save_mode == "append":
-            raise ValueError("deduplicated output cannot be appended to; write it anew (save_mode overwrite)")
+            raise SettingError(
+                lambda n: (
+                    f"deduplicated output cannot be appended to; write it anew ({n('save_mode')} overwrite)"
+                )
+            )
         if any(not g or not all(isinstance(c, str) and c for c in g) for g in groups):
             raise ValueError(f"dedup_user_cols must be groups of column names, got {list(groups)}")
 
@@ -355,3 +411,29 @@ class TensorizeSpec:
         if output is None:
             raise TypeError("output is required with a config (or give a TensorizeSpec)")
         return cls(config, output, **settings)
+
+
+def _check_partition_columns(
+    config: TensorizeConfig, names: tuple[str, ...], extra: tuple[str, ...], setting: str = "partition_by"
+) -> None:
+    """Partition columns must be scalar tensors or extra columns; errors name the `setting`
+    that gave them."""
+    tensors = {t.name: t for t in config.tensors}
+    for name in names:
+        if name in tensors:
+            layout = layout_of(tensors[name])
+            if layout.kind != "fixed_len" or layout.shape != ():
+                raise SettingError(
+                    lambda n, name=name, layout=layout: (
+                        f"{n(setting)}: tensor {name!r} is not a scalar "
+                        f"(shape {list(layout.shape)}, {layout.kind}); only one value per record can name a folder"
+                    )
+                )
+        elif name not in extra:
+            raise SettingError(
+                lambda n, name=name: (
+                    f"{n(setting)}: {name!r} is neither a tensor ({', '.join(tensors)}) nor an extra column"
+                )
+            )
+    if len(set(names)) != len(names):
+        raise SettingError(lambda n: f"{n(setting)}: {list(names)} names a column twice")

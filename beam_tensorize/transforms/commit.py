@@ -167,17 +167,8 @@ class CommitOutput(beam.PTransform):
         lists = self._lists
         if lists is None:
             lists = pipeline | "NoFeatureLists" >> beam.Create([{}])
-        emit = EmitMetadata(
-            spec.config,
-            spec.output,
-            spec.compression,
-            feature_lists=lists,
-            write_feature_lists=spec.execution_mode == "train",
-            extra_columns=self._extra,
-            maxima=maxima,
-            discard_unknown=spec.discard_unknown_entries,
-            settings=spec.transform_settings,
-            input_schema=input_schema,
+        emit = EmitMetadata.of_spec(
+            spec, feature_lists=lists, extra_columns=self._extra, maxima=maxima, input_schema=input_schema
         )
         return emit.metadata_inputs(pipeline, self._lists_from_output)
 

@@ -11,8 +11,7 @@ import pyarrow as pa
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize.config.model import TensorizeConfig
-from beam_tensorize.job.finish import MetadataInputs
-from beam_tensorize.job.metadata import write_metadata
+from beam_tensorize.job.metadata import MetadataInputs, MetadataSettings, write_run_metadata
 from beam_tensorize.kernels.serving.settings import TransformSettings
 
 __all__ = ["EmitMetadata"]
@@ -76,21 +75,47 @@ class EmitMetadata(beam.PTransform):
         input_schema=None,
     ):
         super().__init__()
-        self._config = config
-        self._output_dir = output_dir.rstrip("/")
-        self._compression = compression
+        self._settings_view = MetadataSettings(
+            config, output_dir.rstrip("/"), compression, add_to_recorded, discard_unknown
+        )
         self._feature_lists = feature_lists
         self._write_lists = write_feature_lists
         self._extra = extra_columns
         self._maxima = maxima
-        self._add_to_recorded = add_to_recorded
-        self._discard_unknown = discard_unknown
         self._settings = settings
         self._input_schema = input_schema
 
+    @classmethod
+    def of_spec(
+        cls, spec, feature_lists=None, extra_columns=None, maxima=None, input_schema=None
+    ) -> EmitMetadata:
+        """The metadata of a job with the settings `spec` (a `TensorizeSpec`): its config, output,
+        compression, feature-list and transform settings; the PCollections as in the class.
+
+        Example:
+            >>> from beam_tensorize.config import load_config
+            >>> from beam_tensorize.job.spec import TensorizeSpec
+            >>> from beam_tensorize.sample import SAMPLE_CONFIG
+            >>> emit = EmitMetadata.of_spec(TensorizeSpec(load_config(SAMPLE_CONFIG), "out", compression="gzip"))
+            >>> emit.display_data()["output"].value
+            'out'
+        """
+        return cls(
+            spec.config,
+            spec.output,
+            spec.compression,
+            feature_lists=feature_lists,
+            write_feature_lists=spec.execution_mode == "train",
+            extra_columns=extra_columns,
+            maxima=maxima,
+            discard_unknown=spec.discard_unknown_entries,
+            settings=spec.transform_settings,
+            input_schema=input_schema,
+        )
+
     def display_data(self) -> dict:
         return {
-            "output": DisplayDataItem(self._output_dir, label="Output folder"),
+            "output": DisplayDataItem(self._settings_view.output_dir, label="Output folder"),
             "write_feature_lists": DisplayDataItem(
                 self._write_lists if isinstance(self._write_lists, bool) else "when the job runs",
                 label="Writes feature lists",
@@ -128,11 +153,7 @@ class EmitMetadata(beam.PTransform):
         return splits | "WriteMetadata" >> beam.Map(
             _write_metadata,
             beam.pvalue.AsSingleton(self.metadata_inputs(splits.pipeline)),
-            self._config,
-            self._output_dir,
-            self._compression,
-            self._add_to_recorded,
-            self._discard_unknown,
+            self._settings_view,
         )
 
 
@@ -143,13 +164,8 @@ def _metadata_inputs(_, lists=None, write_lists=False, extra=(), maxima=None, tr
     )
 
 
-def _write_metadata(
-    splits, inputs: MetadataInputs, config, output_dir, compression, add_to_recorded, discard
-):
-    return write_metadata(
-        splits, config, output_dir, compression, inputs.write_lists, inputs.lists, inputs.extra,
-        inputs.maxima, add_to_recorded, discard, inputs.transform,
-    )  # fmt: skip
+def _write_metadata(splits, inputs: MetadataInputs, settings: MetadataSettings) -> str:
+    return write_run_metadata(splits, settings, inputs)
 
 
 def _transform_entry(schema: bytes | None, settings: TransformSettings) -> dict:

@@ -11,7 +11,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import dead_letter_json
-from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer
+from beam_tensorize.job.report import draw_page_figures_ahead
 from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 
 __all__ = ["ComputeStatistics"]
@@ -38,9 +38,9 @@ class ComputeStatistics(beam.PTransform):
         hashes: optional PCollection of what `HashFeatures(config, distinct_hashes=True)` hashed
             of the same batches: the hashed tensors' bucket statistics are taken from it instead
             of hashing the values again.
-        prepare_page: the job writes the HTML page (`write_report`, in the same process): the
-            step starts the page renderer when it sets up (`start_page_renderer`) and sends it
-            the tensors' entries once they are complete (`draw_page_figures_ahead`).
+        prepare_page: the job writes the HTML page: the tensors' entries are sent, once
+            complete, to the page renderer its run owns in this process, if any
+            (`draw_page_figures_ahead`; see `beam_tensorize.job.report.page_renderer`).
 
     Example:
         >>> import apache_beam as beam
@@ -76,9 +76,7 @@ class ComputeStatistics(beam.PTransform):
         parts = [
             batches
             | "BatchStatistics"
-            >> beam.ParDo(
-                _BatchStatisticsFn(self._config, self._prepare_page, hashes=self._hashes is None), *lists
-            )
+            >> beam.ParDo(_BatchStatisticsFn(self._config, hashes=self._hashes is None), *lists)
         ]
         if self._hashes is not None:
             parts.append(self._hashes | "HashStatistics" >> beam.ParDo(_HashStatisticsFn(self._config)))
@@ -116,14 +114,11 @@ class _BundleStatisticsFn(beam.DoFn):
 
 
 class _BatchStatisticsFn(_BundleStatisticsFn):
-    def __init__(self, config: TensorizeConfig, prepare_page: bool = False, hashes: bool = True):
+    def __init__(self, config: TensorizeConfig, hashes: bool = True):
         super().__init__(config)
-        self._prepare_page = prepare_page
         self._hashes = hashes
 
     def setup(self):
-        if self._prepare_page:
-            start_page_renderer()
         self._seen = None
         self._vocabularies: dict[str, pa.Array] = {}
 

@@ -197,16 +197,11 @@ class Tensorize(beam.PTransform):
             | "InputSchemas" >> beam.Map(input_schema_of)
             | "OneInputSchema" >> beam.CombineGlobally(one_input_schema)
         )
-        emit = EmitMetadata(
-            spec.config,
-            spec.output,
-            spec.compression,
+        emit = EmitMetadata.of_spec(
+            spec,
             feature_lists=lists,
-            write_feature_lists=spec.execution_mode == "train",
             extra_columns=extra_stored,
             maxima=largest_integers(hashed, spec),
-            discard_unknown=spec.discard_unknown_entries,
-            settings=spec.transform_settings,
             input_schema=input_schema,
         )
         result = emit.metadata_inputs(pipeline) | "Commit" >> beam.Map(

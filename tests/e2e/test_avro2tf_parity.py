@@ -398,14 +398,14 @@ def test_bad_values_of_the_avro2tf_settings_are_one_line(tmp_path, capsys):
 
     args = ["--input", SAMPLE_AVRO, "--config", SAMPLE_CONFIG, "--output", str(tmp_path / "o")]
     for flags, message in [
-        (["--partition_field_name", "genres"], "partition_field_name: tensor 'genres' is not a scalar"),
-        (["--partition_field_name", "nope"], "partition_field_name: 'nope' is neither a tensor"),
-        (["--partition_field_name", "movieId", "--num_partitions", "0"], "num_partitions must be"),
+        (["--partition_field_name", "genres"], "--partition_field_name: tensor 'genres' is not a scalar"),
+        (["--partition_field_name", "nope"], "--partition_field_name: 'nope' is neither a tensor"),
+        (["--partition_field_name", "movieId", "--num_partitions", "0"], "--num_partitions must be"),
         (["--partition_field_name", "movieId", "--partition_by", "movieId"],
-         "give partition_field_name (partition=<id>/ folders) or partition_by, not both"),
+         "give --partition_field_name (partition=<id>/ folders) or --partition_by, not both"),
         (["--shuffle_seed", "x"], "argument --shuffle_seed: invalid int value: 'x'"),
-        (["--skip_conversion", "--execution_mode", "validation"], "skip_conversion writes the feature lists"),
-        (["--dedup_block_size", "8"], "give dedup_block_size and dedup_user_cols together"),
+        (["--skip_conversion", "--execution_mode", "validation"], "--skip_conversion writes the feature lists"),
+        (["--dedup_block_size", "8"], "give --dedup_block_size and --dedup_user_cols together"),
     ]:  # fmt: skip
         assert main([*args, *flags]) == 2, flags
         err = capsys.readouterr().err

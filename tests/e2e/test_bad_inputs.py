@@ -100,8 +100,43 @@ def test_a_compression_of_the_other_format_is_refused(tmp_path, capsys):
     code, err = _run(capsys, *args, "--output_format", "tfrecord", "--compression", "zstd")
     assert (code, err) == (
         2,
-        "error: --compression zstd does not apply to --output_format tfrecord; use one of none, gzip, zlib\n",
+        "error: --compression 'zstd' does not apply to --output_format 'tfrecord'; use one of none, gzip, zlib\n",
     )
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--num_shards", "0"], "--num_shards must be a positive integer, got 0"),
+        (["--max_records_per_file", "-3"], "--max_records_per_file must be a positive integer, got -3"),
+        (["--batch_rows", "0"], "--batch_rows must be a positive integer, got 0"),
+        (["--max_bad_records_ratio", "1.5"], "--max_bad_records_ratio must be between 0 and 1, got 1.5"),
+        (["--drift_threshold", "-1"], "--drift_threshold must be between 0 and 1, got -1.0"),
+        (
+            ["--num_shards", "2", "--max_records_per_file", "5"],
+            "give --num_shards or --max_records_per_file, not both",
+        ),
+        (["--dedup_block_size", "10"], "give --dedup_block_size and --dedup_user_cols together"),
+        (
+            ["--dedup_block_size", "10", "--dedup_user_cols", "userId,movieId"],
+            "deduplication writes Parquet blocks: use --output_format parquet",
+        ),
+        (
+            ["--skip_conversion", "--execution_mode", "test"],
+            "--skip_conversion writes the feature lists and metadata of train mode; use --execution_mode train",
+        ),
+        (
+            ["--partition_field_name", "movieId", "--partition_by", "movieId"],
+            "give --partition_field_name (partition=<id>/ folders) or --partition_by, not both",
+        ),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_the_settings_checks_name_the_flags(tmp_path, capsys, flags, message):
+    """The CLI leaves the settings' checks to `TensorizeSpec`; its messages name the flags."""
+    code, err = _run(capsys, "--output", str(tmp_path / "o"), *flags)
+    assert (code, err) == (2, f"error: {message}\n")
     assert not (tmp_path / "o").exists()
 
 

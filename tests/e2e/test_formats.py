@@ -395,7 +395,7 @@ def test_parquet_output_partitions_and_save_modes(tmp_path, capsys):
     capsys.readouterr()
     assert main([*args, "--partition_by", "numGenres", "--compression", "zlib"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "error: --compression zlib does not apply to --output_format parquet; use one of snappy, none, gzip, zstd"
+        "error: --compression 'zlib' does not apply to --output_format 'parquet'; use one of snappy, none, gzip, zstd"
     )
     assert main([*args, "--partition_by", "numGenres", "--save_mode", "append"]) == 0
     assert sorted(p.name for p in (out / "trainingData" / "numGenres=1").iterdir()) == [

@@ -390,7 +390,7 @@ def test_split_bytes_sets_the_input_splits_as_the_min_parts_note_says(tmp_path, 
     ]
     assert len(_parsed_rows(out)) == 300
     assert main([*args, "--split_bytes", "0"]) == 2
-    assert capsys.readouterr().err.endswith("error: --split_bytes must be at least 1, got 0\n")
+    assert capsys.readouterr().err.endswith("error: --split_bytes must be a positive integer, got 0\n")
 
 
 def test_the_log_file_is_kept_only_when_the_command_fails(tmp_path, capsys):

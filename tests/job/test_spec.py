@@ -268,19 +268,19 @@ REFUSED = [
     # compression, per output format
     (
         {"compression": "snappy"},
-        "compression: compression 'snappy' is not one of none, gzip, zlib (for tfrecord output)",
+        "compression 'snappy' does not apply to output_format 'tfrecord'; use one of none, gzip, zlib",
     ),
     (
         {"compression": "GZIP"},
-        "compression: compression 'GZIP' is not one of none, gzip, zlib (for tfrecord output)",
+        "compression 'GZIP' does not apply to output_format 'tfrecord'; use one of none, gzip, zlib",
     ),
     (
         {"output_format": "parquet", "compression": "zlib"},
-        "compression: compression 'zlib' is not one of snappy, none, gzip, zstd (for parquet output)",
+        "compression 'zlib' does not apply to output_format 'parquet'; use one of snappy, none, gzip, zstd",
     ),
     (
         {"output_format": "avro", "compression": "gzip"},
-        "compression: compression 'gzip' is not one of snappy, deflate, zstd, none (for avro output)",
+        "compression 'gzip' does not apply to output_format 'avro'; use one of snappy, deflate, zstd, none",
     ),
     # save_mode
     (
@@ -473,7 +473,7 @@ REFUSED = [
     ),
     (
         {"compression": "bad", "save_mode": "bad"},
-        "compression: compression 'bad' is not one of none, gzip, zlib (for tfrecord output)",
+        "compression 'bad' does not apply to output_format 'tfrecord'; use one of none, gzip, zlib",
     ),
     (
         {"save_mode": "bad", "max_bad_records_ratio": 2},

@@ -214,7 +214,7 @@ def test_a_validation_run_shows_drift_against_the_train_report_and_the_page_rebu
 
 def test_the_page_renderer_draws_the_page_drawn_in_process_and_a_failed_one_is_replaced(tmp_path):
     from beam_tensorize.job import report as job_report
-    from beam_tensorize.job.report import draw_page_figures_ahead, start_page_renderer, write_report
+    from beam_tensorize.job.report import draw_page_figures_ahead, page_renderer, write_report
 
     config = parse_config(GENERATED_CONFIG)
     stats = Statistics(config)
@@ -236,22 +236,38 @@ def test_the_page_renderer_draws_the_page_drawn_in_process_and_a_failed_one_is_r
         ("renderer, other plots drawn ahead", changed),
         ("failed renderer", None),
     ]:
-        renderer = None
-        if how != "in-process":
-            start_page_renderer()
+        with page_renderer(how != "in-process"):
             renderer = job_report._renderer
+            assert (renderer is None) == (how == "in-process")
             if how == "failed renderer":
                 renderer.stop()
             if ahead is not None:
                 draw_page_figures_ahead(ahead)
-        out = str(tmp_path / str(len(pages)))
-        written = write_report(document, out, "trainingData", "train", "html")
-        pages[how] = open(written["html"]).read()
-        assert job_report._renderer is None  # taken by this report
+            out = str(tmp_path / str(len(pages)))
+            written = write_report(document, out, "trainingData", "train", "html")
+            pages[how] = open(written["html"]).read()
+            assert job_report._renderer is None  # taken by this report
         if renderer is not None and how != "failed renderer":
             assert renderer.process.returncode == 0  # it drew the page and exited
     assert len(set(pages.values())) == 1, [how for how, page in pages.items() if page != pages["in-process"]]
     assert pages["in-process"].count('src="data:image/png;base64,') == len(document["tensors"])
+
+
+def test_the_page_renderer_lives_as_long_as_its_owner():
+    """A run's `with page_renderer()` starts the child and stops it when the run ends unused;
+    an inner `with` (a job inside another's run) neither starts a second one nor stops the outer."""
+    from beam_tensorize.job import report as job_report
+    from beam_tensorize.job.report import page_renderer
+
+    with page_renderer():
+        outer = job_report._renderer
+        assert outer.process.poll() is None
+        with page_renderer():
+            assert job_report._renderer is outer
+        assert outer.process.poll() is None
+    assert job_report._renderer is None and outer.process.returncode is not None
+    with page_renderer(enabled=False):
+        assert job_report._renderer is None
 
 
 def test_the_summary_names_the_tensors_past_the_drift_threshold(tmp_path, capsys):

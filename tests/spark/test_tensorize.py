@@ -364,7 +364,10 @@ def test_partition_by_same_files_as_beam(spark, small_blocks, tmp_path):
     [
         ({"mode": "trial"}, "execution_mode 'trial' is not one of train, validation, test"),
         ({"num_shards": 0}, "num_shards must be a positive integer, got 0"),
-        ({"compression": "lzo"}, "compression 'lzo' is not one of none, gzip, zlib"),
+        (
+            {"compression": "lzo"},
+            "compression 'lzo' does not apply to output_format 'tfrecord'; use one of none, gzip, zlib",
+        ),
         ({"shared_feature_lists": [["genreIds", "nope"]]}, "unknown tensor 'nope'"),
         ({"extra_columns": ["userId"]}, r"extra columns \['userId'\] have the names of tensors"),
         ({"batch_rows": 0}, "batch_rows must be a positive integer, got 0"),

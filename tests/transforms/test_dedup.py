@@ -104,7 +104,7 @@ def test_the_cli_writes_deduplicated_parquet_that_from_output_restores(tmp_path,
 
     assert rows("dedup") == rows("plain") and len(rows("plain")) == 300
     assert main([*args, "--output", str(tmp_path / "x"), *flags, "--output_format", "tfrecord"]) == 2
-    assert "deduplication writes Parquet blocks: use output_format parquet" in capsys.readouterr().err
+    assert "deduplication writes Parquet blocks: use --output_format parquet" in capsys.readouterr().err
 
 
 def test_a_column_the_key_does_not_determine_is_refused_naming_a_key_with_two_values(tmp_path, capsys):
