@@ -24,7 +24,6 @@ raise :class:`TooDeep` instead, and the caller decodes that block with fastavro.
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 from array import array
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ import pyarrow as pa
 
 from beam_tensorize.kernels.avro import schema as _avro_schema
 from beam_tensorize.kernels.avro import types as _avro_types
+from beam_tensorize.kernels.extensions import load_extension
 
 __all__ = ["NativeDecoder", "TooDeep", "available", "build"]
 
@@ -63,15 +63,7 @@ _B_NULL, _B_BOOL, _B_FIXED, _B_VAR, _B_STRUCT, _B_LIST = range(6)
 
 @functools.lru_cache(maxsize=1)
 def _extension() -> Any:
-    try:
-        module = importlib.import_module("beam_tensorize.kernels.avro._avrodecode")
-    except ImportError as e:
-        _LOGGER.info("native Avro decoder not built (%s); using fastavro", e)
-        return None
-    if getattr(module, "VERSION", None) != _VERSION:
-        _LOGGER.warning("native Avro decoder has an unexpected version; using fastavro")
-        return None
-    return module
+    return load_extension("beam_tensorize.kernels.avro._avrodecode", _VERSION, "Avro decoder", "fastavro")
 
 
 def available() -> bool:

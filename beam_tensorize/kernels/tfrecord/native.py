@@ -16,17 +16,16 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib
-import logging
 import os
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from beam_tensorize.kernels.extensions import load_extension
+
 __all__ = ["NATIVE_ENV", "binary_offsets", "extension", "native"]
 
-_LOGGER = logging.getLogger(__name__)
 
 #: Environment variable: "python" uses the numpy / pyarrow code instead of the C extension.
 NATIVE_ENV = "BEAM_TENSORIZE_TFRECORD_ENCODER"
@@ -37,15 +36,12 @@ _NATIVE_VERSION = 1
 def extension() -> object | None:
     """The C extension, or None when it is not built or has another version (whatever
     `NATIVE_ENV` says; loaded once)."""
-    try:
-        module = importlib.import_module("beam_tensorize.kernels.tfrecord._tfrecordencode")
-    except ImportError as e:
-        _LOGGER.info("native TFRecord encoder not built (%s); using numpy / pyarrow", e)
-        return None
-    if getattr(module, "VERSION", None) != _NATIVE_VERSION:
-        _LOGGER.warning("native TFRecord encoder has an unexpected version; using numpy / pyarrow")
-        return None
-    return module
+    return load_extension(
+        "beam_tensorize.kernels.tfrecord._tfrecordencode",
+        _NATIVE_VERSION,
+        "TFRecord encoder",
+        "numpy / pyarrow",
+    )
 
 
 def native() -> Any:
