@@ -5,8 +5,8 @@ A user moving from Avro2TF keeps the flags of their job: each is rewritten to th
 with a one-line note saying what happens instead.
 
 Example:
-    >>> translate(["--input-paths", "a.avro", "--working-dir=out", "--enable-cache", "true"])
-    (['--input', 'a.avro', '--output=out'], ['--enable-cache: Beam does not cache; train mode reads the input twice instead (a counting pass, then the main pass)'])
+    >>> translate(["--input-paths", "a.avro", "--working-dir=out", "--enable-cache", "true", "--min-parts", "4"])
+    (['--input', 'a.avro', '--output=out', '--input_passes', '1'], ['--min-parts: Beam plans input splits from the file sizes (--split_bytes), so there is no minimum number of partitions to set'])
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ ALIASES = {
 
 #: Avro2TF flags with no meaning on Beam: accepted (with their value), with a note.
 _NOTED = {
-    "enable-cache": "Beam does not cache; train mode reads the input twice instead (a counting "
-    "pass, then the main pass)",
     "min-parts": "Beam plans input splits from the file sizes (--split_bytes), so there is no "
     "minimum number of partitions to set",
 }
@@ -52,7 +50,10 @@ def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """`argv` with Avro2TF's flags rewritten to ours, and the notes to print.
 
     `--num-output-files -1` (Avro2TF's "as the data comes") is dropped: one file per input
-    split is our default. Avro2TF's names are recognised with `_` too (`--num_output_files`).
+    split is our default. `--enable-cache true` (Avro2TF persists the extracted rows between
+    counting the feature lists and converting) is `--input_passes 1`, which keeps them on disk;
+    `--enable-cache false` leaves the choice to the default. Avro2TF's names are recognised
+    with `_` too (`--num_output_files`).
     """
     out: list[str] = []
     notes: list[str] = []
@@ -62,6 +63,13 @@ def translate(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         token = args[i]
         name, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
         name = name.replace("_", "-")  # --num_output_files is Avro2TF's --num-output-files too
+        if name == "enable-cache":
+            separate = not eq and i + 1 < len(args) and not args[i + 1].startswith("--")
+            value = args[i + 1] if separate else value or "true"
+            i += 2 if separate else 1
+            if value.strip().lower() == "true":
+                out += ["--input_passes", "1"]
+            continue
         if name in _NOTED:
             takes_value = not eq and i + 1 < len(args) and not args[i + 1].startswith("--")
             notes.append(f"--{name}: {_NOTED[name]}")

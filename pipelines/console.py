@@ -269,7 +269,8 @@ def worker_output_to(log_path: str, enabled: bool):
 
 class ProgressLine:
     """The reporter's line: rows read and written so far, the pass's rate, the time. Train mode
-    reads the input twice: first the feature-list columns, then everything."""
+    reading its input twice (`--input_passes 2`) reads the feature-list columns first, then
+    everything."""
 
     def __init__(self):
         self._writing_since: tuple[float, int] | None = None  # (elapsed, rows read) then

@@ -286,6 +286,17 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "give more parallel tasks and, without --num_shards, more output files "
         "(Avro2TF's --min-parts).",
     )
+    parser.add_argument(
+        "--input_passes",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="How often train mode reads and decodes the input. 1: once, keeping the extracted "
+        "rows in the output's _temporary/ folder (about the size of the uncompressed tensors) "
+        "until the feature lists are counted; 2: a first read of only the feature-list columns, "
+        "then a second of everything. Default: 1 when the output is on a local disk, 2 on "
+        "object stores (gs://, s3://).",
+    )
 
 
 def _boolean(text: str) -> bool:

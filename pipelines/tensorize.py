@@ -142,6 +142,7 @@ _SAME_NAMED = (
     "dedup_block_size",
     "batch_rows",
     "split_bytes",
+    "input_passes",
     "report",
     "drift_threshold",
 )

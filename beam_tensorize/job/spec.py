@@ -150,6 +150,15 @@ class TensorizeSpec:
             the train report of the same output exceeds this (0..1).
         batch_rows: rows per batch read.
         split_bytes: about how many bytes one input split reads.
+        input_passes: how often train mode reads and decodes its input. 1: once; the
+            extracted batches are kept in files under `<output>/_temporary/<run>/kept/` (about
+            the size of the uncompressed tensors, ~430 bytes per row of the bundled config)
+            until the feature lists are counted, then read back, and removed with the run's
+            other temporary files. 2: the feature lists are counted from a first read of only
+            the columns they need, then the input is read again. None (the default): 1 when
+            the output is on a local disk, 2 on object stores (gs://, s3://, ...), where
+            writing and reading the kept files back costs more than decoding again. (Other
+            modes read once; `skip_conversion` counts from its only read.)
 
     Raises:
         ValueError / TypeError: a setting is invalid; the message names it.
@@ -185,6 +194,7 @@ class TensorizeSpec:
     drift_threshold: float = DEFAULT_DRIFT_THRESHOLD
     batch_rows: int = formats.DEFAULT_BATCH_ROWS
     split_bytes: int = formats.DEFAULT_SPLIT_BYTES
+    input_passes: int | None = None
 
     def __post_init__(self):
         # One check per subject, in this order (a setting's check may rely on earlier ones).
@@ -202,6 +212,8 @@ class TensorizeSpec:
         self._check_report()
         _positive("batch_rows", self.batch_rows)
         _positive("split_bytes", self.split_bytes)
+        if self.input_passes not in (None, 1, 2) or isinstance(self.input_passes, bool):
+            raise SettingError(lambda n: f"{n('input_passes')} must be 1 or 2, got {self.input_passes!r}")
 
     def _set(self, name: str, value) -> None:
         """Store a normalised setting (the dataclass is frozen)."""
@@ -389,6 +401,22 @@ class TensorizeSpec:
     def input_columns(self) -> list[str]:
         """The input columns the job reads (tensors' inputs and extra columns)."""
         return input_columns(self.config.tensors, self.extra_columns)
+
+    @property
+    def input_reads(self) -> int:
+        """How often the job reads its input: 2 when train mode counts its feature lists from
+        a read of their own (`input_passes`), else 1."""
+        if self.execution_mode != "train" or self.skip_conversion:
+            return 1
+        if self.input_passes is None:
+            return 1 if "://" not in self.output or self.output.startswith("file://") else 2
+        return self.input_passes
+
+    @property
+    def keeps_batches(self) -> bool:
+        """Train mode converts the batches it extracted while counting the feature lists, kept
+        in files, instead of reading the input again."""
+        return self.execution_mode == "train" and not self.skip_conversion and self.input_reads == 1
 
     @property
     def feature_list_keys(self) -> dict[str, str]:

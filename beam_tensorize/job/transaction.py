@@ -67,6 +67,7 @@ __all__ = [
     "LOCK_FILE",
     "CommitConflict",
     "Transaction",
+    "kept_folder",
     "recover",
     "refuse_link",
     "staging_folder",
@@ -110,6 +111,12 @@ def _is_local(path: str) -> bool:
 def staging_folder(output: str, run: str) -> str:
     """Where run `run` stages the files it will put into `output` (same relative layout)."""
     return posixpath.join(output.rstrip("/"), "_temporary", run, "stage")
+
+
+def kept_folder(output: str, run: str) -> str:
+    """Where run `run` keeps batches between two of its steps (never moved into the output;
+    removed with the run's other temporary files)."""
+    return posixpath.join(output.rstrip("/"), "_temporary", run, "kept")
 
 
 class _Lock:

@@ -24,7 +24,7 @@ from beam_tensorize.job.finish import (
 )
 from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
-from beam_tensorize.job.transaction import staging_folder
+from beam_tensorize.job.transaction import kept_folder, staging_folder
 from beam_tensorize.kernels.features.extract import input_columns
 from beam_tensorize.kernels.output import get_output_format
 from beam_tensorize.kernels.output.shards import ROWS, shuffle_rows
@@ -41,6 +41,7 @@ from beam_tensorize.transforms.feature_lists import (
     LoadFeatureLists,
 )
 from beam_tensorize.transforms.hashing import HashFeatures
+from beam_tensorize.transforms.keep import KeepBatches
 from beam_tensorize.transforms.metadata import EmitMetadata
 from beam_tensorize.transforms.report import ComputeStatistics
 
@@ -80,12 +81,15 @@ class Tensorize(beam.PTransform):
     WriteAvro) -> CommitOutput.
 
     Apply it to the pipeline with the spec's `inputs` (`p | Tensorize(config, out,
-    inputs=["data/*.avro"])`) and it reads them itself, in bounded memory: train mode reads the
-    input twice, first only the columns feature lists are counted from, then everything, so
-    the runner never holds the input; the records are written by the step that encodes them,
-    one file per input split. Applied to a `PCollection` of record batches, train mode
-    consumes the batches twice (counting, then applying the lists), so the runner keeps them
-    all until the lists are built: use that form for small inputs, or in validation / test mode.
+    inputs=["data/*.avro"])`) and it reads them itself, in bounded memory; the records are
+    written by the step that encodes them, one file per input split. Train mode needs the
+    feature lists before it converts a row, and the runner never holds the input meanwhile:
+    with an output on a local disk (`input_passes` 1) it reads the input once, counts the
+    lists from the extracted batches and keeps those in files under the output's
+    `_temporary/<run>/kept/` until the lists exist; on object stores (`input_passes` 2) it
+    reads the input twice, first only the columns the lists are counted from. Applied to a
+    `PCollection` of record batches, train mode keeps them the same way, or, with
+    `input_passes=2`, the runner keeps them all until the lists are built.
 
     Args:
         config: the parsed config (or a config file's path), or a `TensorizeSpec` holding every
@@ -96,6 +100,8 @@ class Tensorize(beam.PTransform):
 
         inputs, input_format, batch_rows, split_bytes: what to read when applied to the
             pipeline (see `ReadTable`).
+        input_passes: train mode: 1 (read once, keep the extracted batches in files), 2 (read
+            twice) or None (default: 1 when the output is on a local disk).
         execution_mode: "train", "validation" or "test" (selects the split folder).
         num_shards: None (default): one data file per input split, written with no shuffle
             (see `WriteTFRecord`); N: exactly N files (per partition when partitioned).
@@ -153,9 +159,9 @@ class Tensorize(beam.PTransform):
         self.spec = spec
 
     def _read_inputs(self, pbegin):
-        """The spec's inputs read for the job, and (train mode) read again, only the columns
-        feature lists are counted from, into those tensors: the counting pass; the runner
-        never holds the input between the two."""
+        """The spec's inputs read for the job, and (train mode reading twice) read again, only
+        the columns feature lists are counted from, into those tensors: the counting pass; the
+        runner never holds the input between the two."""
         spec = self.spec
         if not spec.inputs:
             raise ValueError(
@@ -175,7 +181,7 @@ class Tensorize(beam.PTransform):
 
         read_input = pbegin | "ReadInput" >> read(spec.input_columns)
         batches, unreadable = read_input[BATCHES], read_input[DEAD_LETTERS]
-        if spec.execution_mode != "train":
+        if spec.input_reads == 1:
             return batches, None, unreadable
         listed = [t for t in spec.config.tensors if t.name in spec.feature_list_keys]
         if not listed:
@@ -219,6 +225,7 @@ class Tensorize(beam.PTransform):
             "tensors": DisplayDataItem(", ".join(spec.config.tensor_names), label="Tensors"),
             "num_shards": DisplayDataItem(spec.num_shards or "one per input split", label="Files per folder"),
             "save_mode": DisplayDataItem(spec.save_mode, label="Save mode"),
+            "input_passes": DisplayDataItem(spec.input_reads, label="Input reads"),
         }
 
     @staticmethod
@@ -231,13 +238,14 @@ class Tensorize(beam.PTransform):
         write, stage the report, commit: each a method below."""
         spec = self.spec
         pipeline = pvalue.pipeline
+        run = uuid.uuid4().hex  # names the run's temporary folders (see CommitOutput)
         counted = None  # the batches feature lists are counted from, when not the hashed ones
         unreadable = None  # the input records that did not decode
         if isinstance(pvalue, beam.pvalue.PBegin):
             batches, counted, unreadable = self._read_inputs(pvalue)
         else:
             batches = pvalue
-        extracted, hashed, hashes = self._extract_and_hash(batches)
+        extracted, hashed, hashes, counted = self._extract_and_hash(batches, counted, run)
         extra_stored = None
         if spec.extra_names:
             extra_stored = (
@@ -260,7 +268,6 @@ class Tensorize(beam.PTransform):
                 check_shapes=spec.check_shapes,
             )
         )
-        run = uuid.uuid4().hex  # names the staging folder of the report (see CommitOutput)
         dead_letters = encoded.dead_letters
         if unreadable is not None:
             dead_letters = (unreadable, dead_letters) | "AllDeadLetters" >> beam.Flatten()
@@ -282,13 +289,22 @@ class Tensorize(beam.PTransform):
         )
         return TensorizeOutputs(result=result, dead_letters=dead_letters)
 
-    def _extract_and_hash(self, batches):
+    def _extract_and_hash(self, batches, counted, run: str):
         """The extracted batches, the hashed ones (with the partition ids Avro2TF's
-        partitioning adds), and, with a report, the distinct hashes it takes (else None)."""
+        partitioning adds), with a report the distinct hashes it takes (else None), and the
+        batches the feature lists are counted from (None: the hashed ones).
+
+        Train mode reading its input once counts the lists from the extracted batches and
+        keeps them in files (`KeepBatches`): every step after the extraction runs in the stage
+        that waits for the lists (the statistics too: they count the entries not in them), on
+        the batches read back."""
         spec = self.spec
         extracted = batches | "ExtractFeatures" >> ExtractFeatures(
             spec.config, extra_columns=spec.extra_columns
         )
+        if spec.keeps_batches and counted is None:
+            counted = extracted  # hashing does not change the tensors that get lists
+            extracted = extracted | "KeepForFeatureLists" >> KeepBatches(kept_folder(spec.output, run))
         # With a report, its statistics take what the hashing step hashed (each value hashed once).
         hashed = extracted | "HashFeatures" >> HashFeatures(
             spec.config, distinct_hashes=spec.report != "none"
@@ -300,7 +316,7 @@ class Tensorize(beam.PTransform):
             hashed = hashed | "PartitionIds" >> beam.Map(
                 with_partition_ids, spec.partition_field_name, spec.num_partitions
             ).with_output_types(pa.RecordBatch)
-        return extracted, hashed, hashes
+        return extracted, hashed, hashes, counted
 
     def _feature_lists(self, pipeline, counted):
         """The run's feature lists (one dict), and whether they are the output's own (a

@@ -1,5 +1,5 @@
-"""Bounded memory by design: files written per input split with no shuffle, the counting pass
-reading only the feature-list columns, the same files whatever the worker count, and live
+"""Bounded memory by design: files written per input split with no shuffle, train mode's one
+read (its batches kept on disk) or its counting pass reading only the feature-list columns, the same files whatever the worker count, and live
 progress on the command line. (Throughput and memory are measured by
 `benchmarks/bench_scale.py`, never timed here.)"""
 
@@ -138,11 +138,13 @@ def test_one_file_per_input_split_and_the_same_files_with_two_worker_processes(t
     assert main([*common, "--output", str(tmp_path / "one")]) == 0
     args = ["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]
     assert main([*common, "--output", str(tmp_path / "two"), *args]) == 0
+    # the batches kept between the stages (one read) or the input read twice: the same files
+    assert main([*common, "--output", str(tmp_path / "twice"), *args, "--input_passes", "2"]) == 0
     one = _tree(tmp_path / "one")
     assert [f for f in one if f.startswith("trainingData/part-")] == [
         f"trainingData/part-0000{i}-of-00003.tfrecord" for i in range(3)
     ]
-    assert _tree(tmp_path / "two") == one
+    assert _tree(tmp_path / "two") == _tree(tmp_path / "twice") == one
     # Files follow the input's order: file i holds the rows of input file i.
     for i in range(3):
         with open(tmp_path / "one" / "trainingData" / f"part-0000{i}-of-00003.tfrecord", "rb") as f:
@@ -181,10 +183,12 @@ class _RecordingParquet(ParquetFormat):
         yield from super().read_split(f, split, columns, batch_rows)
 
 
-def test_train_mode_counting_pass_reads_only_the_feature_list_columns(tmp_path, monkeypatch):
-    """Train mode reads the input twice: the counting pass asks only for the columns of the
-    tensors that get feature lists (here `genreFeatures`), the second pass for every input
-    column the config uses."""
+def test_train_mode_reads_once_or_counts_from_the_feature_list_columns(tmp_path, monkeypatch):
+    """Train mode with an output on a local disk reads the input once (every input column the
+    config uses), keeping the extracted batches until the feature lists are counted. With
+    `input_passes=2` it reads twice: the counting pass asks only for the columns of the
+    tensors that get feature lists (here `genreFeatures`), the second pass for every column.
+    Both write the same files, and the kept batches are gone after the commit."""
     with open(SAMPLE_AVRO, "rb") as f:
         table = pa.Table.from_pylist(list(fastavro.reader(f)))
     pq.write_table(table, tmp_path / "in.parquet")
@@ -193,17 +197,24 @@ def test_train_mode_counting_pass_reads_only_the_feature_list_columns(tmp_path, 
     monkeypatch.setattr(_RecordingParquet, "log", str(log))
     base.register_format(_RecordingParquet)
     config = load_config(SAMPLE_CONFIG)
-    with beam.Pipeline() as p:
-        _ = p | Tensorize(
-            config,
-            str(tmp_path / "out"),
-            inputs=[str(tmp_path / "in.parquet")],
-            input_format="recording_parquet",
-        )
-    asked = sorted(json.loads(line) for line in log.read_text().splitlines())
-    assert asked == sorted([["genreFeatures"], Tensorize.input_columns(config)])
+    asked = {}
+    for passes in (None, 2, 1):
+        log.write_text("")
+        with beam.Pipeline() as p:
+            _ = p | Tensorize(
+                config,
+                str(tmp_path / f"out-{passes}"),
+                inputs=[str(tmp_path / "in.parquet")],
+                input_format="recording_parquet",
+                input_passes=passes,
+            )
+        asked[passes] = sorted(json.loads(line) for line in log.read_text().splitlines())
+        assert not (tmp_path / f"out-{passes}" / "_temporary").exists()
+    assert asked[None] == asked[1] == [Tensorize.input_columns(config)]
+    assert asked[2] == sorted([["genreFeatures"], Tensorize.input_columns(config)])
     assert "genreFeatures" in Tensorize.input_columns(config) and len(Tensorize.input_columns(config)) > 3
-    lists = json.loads((tmp_path / "out" / "metadata" / "tensor_metadata.json").read_text())
+    assert _tree(tmp_path / "out-None") == _tree(tmp_path / "out-2") == _tree(tmp_path / "out-1")
+    lists = json.loads((tmp_path / "out-2" / "metadata" / "tensor_metadata.json").read_text())
     assert {t["name"] for t in lists["features"] + lists["labels"] if "featureList" in t} == {
         "genreIds",
         "genreVector",

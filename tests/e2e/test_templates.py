@@ -42,7 +42,7 @@ def test_parameters_mean_the_same_as_the_flags(metadata, cli_options):
         assert param["label"]
         assert param["isOptional"] == (param["name"] not in ("input", "config", "output"))
         if action.choices:
-            assert param["regexes"] == ["^(" + "|".join(action.choices) + ")$"], param["name"]
+            assert param["regexes"] == ["^(" + "|".join(map(str, action.choices)) + ")$"], param["name"]
 
 
 @pytest.mark.parametrize(

@@ -70,6 +70,7 @@ def test_defaults():
         (),
     )
     assert (spec.partition_field_name, spec.num_partitions, spec.dedup_block_size) == (None, 100, None)
+    assert spec.input_passes is None
     assert (spec.external_feature_lists, spec.shuffle_seed) == (None, 0)
     assert not any(
         (
@@ -516,6 +517,10 @@ REFUSED = [
     ({"report": "pdf", "drift_threshold": 2}, "report 'pdf' is not one of none, json, html"),
     ({"drift_threshold": 2, "batch_rows": 0}, "drift_threshold must be between 0 and 1, got 2"),
     ({"batch_rows": 0, "split_bytes": 0}, "batch_rows must be a positive integer, got 0"),
+    ({"split_bytes": 0, "input_passes": 3}, "split_bytes must be a positive integer, got 0"),
+    ({"input_passes": 3}, "input_passes must be 1 or 2, got 3"),
+    ({"input_passes": True}, "input_passes must be 1 or 2, got True"),
+    ({"input_passes": "1"}, "input_passes must be 1 or 2, got '1'"),
 ]
 
 
@@ -556,6 +561,23 @@ def test_refused_types(overrides, message):
     with pytest.raises(TypeError) as raised:
         make_spec(**overrides)
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    "overrides, reads, keeps",
+    [
+        ({}, 1, True),  # train mode, output on a local disk: read once
+        ({"output": "file:///tmp/out"}, 1, True),
+        ({"output": "gs://bucket/out"}, 2, False),  # object store: read twice
+        ({"output": "s3://bucket/out", "input_passes": 1}, 1, True),
+        ({"input_passes": 2}, 2, False),
+        ({"input_passes": 2, "execution_mode": "validation"}, 1, False),  # no lists to count
+        ({"input_passes": 2, "skip_conversion": True}, 1, False),  # counted from its only read
+    ],
+)
+def test_train_mode_keeps_its_batches_on_local_disks(overrides, reads, keeps):
+    spec = make_spec(**overrides)
+    assert (spec.input_reads, spec.keeps_batches) == (reads, keeps)
 
 
 def test_feature_list_keys_of_shared_groups():

@@ -231,6 +231,8 @@ def test_dataflow_dry_run_job_graph(monkeypatch, extra):
         "Tensorize/CommitOutput/Commit",  # data, metadata, feature lists and _SUCCESS in one transaction
     ]:
         assert step in urns, step
+    # An output on an object store: train mode reads the input twice instead of keeping batches.
+    assert not [name for name in urns if "KeepForFeatureLists" in name]
     # Records are written where they are encoded: no shuffle of record data.
     assert not [name for name in urns if "GroupByShard" in name or "AssignShards" in name]
     # Feature-list counting is a combiner (partial sums before the shuffle), not group-then-count.

@@ -117,7 +117,8 @@ def _check_params_without_config(spec, notes, input_paths: str) -> None:
     )  # inputPaths read over inputDateRange 20190101..20190117, no inputDaysRange
     assert spec.execution_mode == "test"  # executionMode
     assert any(note.startswith("--min-parts:") for note in notes)  # minParts: Beam has none
-    assert not any(note.startswith("--enable-cache") for note in notes)  # enableCache: not given
+    # enableCache false (not given): the default decides how often train mode reads the input
+    assert spec.input_passes is None and not any(note.startswith("--enable-cache") for note in notes)
     assert spec.num_shards == NUM_OUTPUT_FILES_VALUE  # numOfOutputFiles
     assert spec.skip_conversion is False  # skipConversion
     assert spec.output == WORKING_DIRECTORY_VALUE  # workingDir

@@ -1,0 +1,99 @@
+"""`KeepBatches`: record batches kept in files, and read back in a later stage of the job."""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.transforms.window import GlobalWindows
+
+from beam_tensorize.job.files import new_file, open_file
+from beam_tensorize.kernels.provenance import split_key
+from beam_tensorize.kernels.spill import SpillWriter, read_spill
+
+__all__ = ["KEPT_FILE_BYTES", "KeepBatches"]
+
+#: A file of kept batches is closed at the next input split past this many bytes.
+KEPT_FILE_BYTES = 256 * 2**20
+
+
+class KeepBatches(beam.PTransform):
+    """Record batches written to files under `folder`, then read back from them after a
+    `Reshuffle` of the files' names: the batches come out unchanged (their source tags kept),
+    but the steps after this one run in a stage of their own, and the runner holds the names
+    of the files, not the batches, in between.
+
+    Train mode uses it to decode its input once: the steps that wait for the feature lists (a
+    side input counted from the same batches) read the batches kept by the first stage instead
+    of reading the input again. The batches of one input split stay in one file, in order, so
+    the records of a split are still written into files of their own. The files are not
+    deleted here (a retried step reads them again): `folder` must be a temporary folder that
+    the job removes, as `Tensorize` puts it under the run's `_temporary/<run>/`.
+
+    Example:
+        >>> import tempfile
+        >>> import apache_beam as beam, pyarrow as pa
+        >>> with beam.Pipeline() as p:
+        ...     _ = (p | beam.Create([pa.RecordBatch.from_pydict({"a": [1, 2]})])
+        ...            | KeepBatches(tempfile.mkdtemp())
+        ...            | beam.Map(lambda b: print(b.to_pydict())))
+        {'a': [1, 2]}
+    """
+
+    def __init__(self, folder: str, file_bytes: int = KEPT_FILE_BYTES):
+        super().__init__()
+        self._folder = folder
+        self._file_bytes = file_bytes
+
+    def expand(self, batches):
+        return (
+            batches
+            | "WriteKept" >> beam.ParDo(_KeepFn(self._folder, self._file_bytes))
+            | "AfterKeeping" >> beam.Reshuffle()
+            | "ReadKept" >> beam.FlatMap(_read_kept).with_output_types(pa.RecordBatch)
+        )
+
+
+class _KeepFn(beam.DoFn):
+    """Writes a bundle's batches into files of kept batches; emits their paths."""
+
+    def __init__(self, folder: str, file_bytes: int):
+        self._folder = folder
+        self._file_bytes = file_bytes
+
+    def start_bundle(self):
+        self._writer: SpillWriter | None = None
+        self._path: str | None = None
+        self._split: str | None = None
+
+    def process(self, batch: pa.RecordBatch):
+        split = split_key(batch)
+        written = None
+        if (
+            self._writer is not None
+            and self._writer.nbytes >= self._file_bytes
+            and (split is None or split != self._split)
+        ):
+            written = self._close()
+        if self._writer is None:
+            self._path = posixpath.join(self._folder, f"{uuid.uuid4().hex}.spill")
+            self._writer = SpillWriter(new_file(self._path))
+        self._writer.write(batch)
+        self._split = split
+        if written is not None:
+            yield written
+
+    def _close(self) -> str:
+        self._writer.close()
+        self._writer = None
+        return self._path
+
+    def finish_bundle(self):
+        if self._writer is not None:
+            yield GlobalWindows.windowed_value(self._close())
+
+
+def _read_kept(path: str):
+    return read_spill(open_file(path), path)
