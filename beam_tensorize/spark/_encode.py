@@ -52,12 +52,13 @@ def tensor_batches(
     extra=(),
     statistics: Statistics | None = None,
     vocabularies: Mapping[str, pa.Array] | None = None,
+    already_extracted: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """ExtractFeatures + HashFeatures on the reader's batches; with `statistics`, also the run
-    report's statistics of the extracted batches and of what the hashing saw (as the Beam
-    job's `ComputeStatistics` gathers them)."""
+    """ExtractFeatures + HashFeatures on the reader's batches (or on batches
+    `already_extracted`); with `statistics`, also the run report's statistics of the extracted
+    batches and of what the hashing saw (as the Beam job's `ComputeStatistics` gathers them)."""
     for batch in batches:
-        extracted = extract_tensors(batch, tensors, extra)
+        extracted = batch if already_extracted else extract_tensors(batch, tensors, extra)
         if statistics is None:
             yield hash_tensors(extracted, tensors)
             continue
@@ -92,16 +93,24 @@ class EncodeBatches:
         self.partition_by = spec.folder_columns
         self._layouts = tuple(layout_of(t) for t in spec.config.tensors if t.name not in self.partition_by)
 
-    def encoded(self, batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, object]]:
-        """(kind, item) for each of the reader's batches: its extra columns' layouts (pickled),
-        its encoded records (a batch), and its dead letters (JSON lines)."""
+    def encoded(
+        self, batches: Iterator[pa.RecordBatch], already_extracted: bool = False
+    ) -> Iterator[tuple[int, object]]:
+        """(kind, item) for each of the reader's batches (or of batches `already_extracted`):
+        its extra columns' layouts (pickled), its encoded records (a batch), and its dead
+        letters (JSON lines)."""
         lookup = FeatureListLookup(self._lists.value)
         statistics = vocabularies = None
         if self._statistics_of is not None:
             statistics = Statistics(self._statistics_of)
             vocabularies = list_vocabularies(self._lists.value)
         for batch in tensor_batches(
-            batches, self.spec.config.tensors, self.spec.extra_columns, statistics, vocabularies
+            batches,
+            self.spec.config.tensors,
+            self.spec.extra_columns,
+            statistics,
+            vocabularies,
+            already_extracted,
         ):
             if self._partition_ids is not None:
                 batch = with_partition_ids(batch, *self._partition_ids)

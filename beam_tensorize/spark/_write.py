@@ -30,6 +30,7 @@ from beam_tensorize.kernels.output.dead_letters import SERIALIZED_COLUMN
 from beam_tensorize.kernels.output.split_files import WrittenFile
 from beam_tensorize.spark._compat import from_arrow_schema
 from beam_tensorize.spark._encode import EncodeBatches
+from beam_tensorize.spark._kept import kept_batches
 from beam_tensorize.spark._tasks import DEAD_LETTER, ENCODED, RECORD, WRITTEN, from_ipc, split_tasks
 from beam_tensorize.spark.table_source import TABLE_FORMAT, TableDataSource
 
@@ -46,9 +47,10 @@ def commit_plan(spec: TensorizeSpec) -> CommitPlan:
 
 
 def write_split_files(spark: SparkSession, splits: list, write: EncodeAndWrite) -> list:
-    """Without `num_shards`: each task reads its split and writes its files (no shuffle); the
-    rows it reports (files, dead letters, side results), collected."""
-    return split_tasks(spark, splits).mapPartitions(write).collect()
+    """Without `num_shards`: each task reads its split (or the batches kept of it) and writes
+    its files (no shuffle); the rows it reports (files, dead letters, side results), collected."""
+    tasks = list(enumerate(splits)) if write.reads_kept else splits
+    return split_tasks(spark, tasks).mapPartitions(write).collect()
 
 
 def write_shards(spark: SparkSession, encode: EncodeBatches, plan: CommitPlan) -> list:
@@ -79,13 +81,40 @@ class EncodeAndWrite:
     writes the records into the split's own files (`SplitFiles`, as the Beam sink does),
     reporting each file with its key; passes dead letters and layouts on."""
 
-    def __init__(self, encode: EncodeBatches, plan: CommitPlan, skip: bool, schema: pa.Schema | None):
-        """`skip`: the save mode writes nothing; `schema`: the input's unified schema."""
+    def __init__(
+        self,
+        encode: EncodeBatches,
+        plan: CommitPlan,
+        skip: bool,
+        schema: pa.Schema | None,
+        kept: str | None = None,
+    ):
+        """`skip`: the save mode writes nothing; `schema`: the input's unified schema; `kept`:
+        the folder of the batches the counting tasks kept (then the tasks get (index, split)
+        pairs and read their split's kept batches, not the input)."""
         self._encode = encode
         self._plan = plan
         self._skip = skip
         self._columns = encode.spec.input_columns
         self._schema = schema
+        self._kept = kept
+
+    @property
+    def reads_kept(self) -> bool:
+        """Whether the tasks read the batches the counting tasks kept."""
+        return self._kept is not None
+
+    def _batches(self, task: tuple, unreadable: list[bytes]) -> tuple[Iterator[pa.RecordBatch], bool]:
+        """The batches of a task's split, and whether they are extracted already; the dead
+        letters (JSON lines) of its records that did not decode go to `unreadable`."""
+        if self._kept is not None:
+            index, _ = task
+            return kept_batches(self._kept, index, unreadable), True
+        fmt, split = task
+        batches = read_split_batches(
+            fmt, split, self._columns, self._encode.spec.batch_rows, None, self._schema
+        )
+        return _set_aside(batches, lambda letter: unreadable.append(dead_letter_json(letter).encode())), False
 
     def __call__(self, splits: Iterator[tuple]) -> Iterator[dict]:
         files = self._plan.split_files(
@@ -93,13 +122,10 @@ class EncodeAndWrite:
         )
         written: list[WrittenFile] = []
         try:
-            for fmt, split in splits:
-                unreadable: list[dict] = []  # the records that did not decode
-                batches = read_split_batches(
-                    fmt, split, self._columns, self._encode.spec.batch_rows, None, self._schema
-                )
-                good = _set_aside(batches, unreadable.append)
-                for kind, item in self._encode.encoded(good):
+            for task in splits:
+                unreadable: list[bytes] = []  # the records that did not decode
+                good, extracted = self._batches(task, unreadable)
+                for kind, item in self._encode.encoded(good, extracted):
                     if kind == RECORD:
                         if not self._skip:
                             written += files.write(item)
@@ -107,7 +133,7 @@ class EncodeAndWrite:
                         for payload in item if kind == DEAD_LETTER else [item]:
                             yield {"kind": kind, "payload": payload}
                 for letter in unreadable:
-                    yield {"kind": DEAD_LETTER, "payload": dead_letter_json(letter).encode()}
+                    yield {"kind": DEAD_LETTER, "payload": letter}
             written += files.close()
         except BaseException:
             files.abort()

@@ -6,11 +6,13 @@ Spark task reads its input splits itself (`beam_tensorize.job.reading`), or, wit
 (`beam_tensorize.spark.table_source`):
 
 1. train mode: read only the columns feature lists are made of, extract those tensors and
-   count each batch's entries (`partial_counts`); Spark sums the counts per entry, then each
+   count each batch's entries (`partial_counts`); reading the input once (`input_passes`,
+   by default on a local disk, without `num_shards`), read every column, extract the
+   tensors, count, and keep each split's extracted batches in a file (`_kept`); Spark sums the counts per entry, then each
    list's entries meet on one executor, where `build_feature_list` orders the list and cuts
    it to its `vocabSizeCap`. Validation / test mode loads the lists of an earlier train run
    instead; external lists override both (`_feature_lists`).
-2. read everything, extract, hash, look up the lists (broadcast), encode Examples (bad rows
+2. read everything (or a split's kept batches), extract, hash, look up the lists (broadcast), encode Examples (bad rows
    become dead letters); each task writes the records of its input split into files of its
    own under `<split>/_temporary/<id>/` (`SplitFiles`, as the Beam sink does): no shuffle.
    With `num_shards`, records get their folder and shard as the Beam `WriteTFRecord` does
@@ -21,8 +23,9 @@ Spark task reads its input splits itself (`beam_tensorize.job.reading`), or, wit
    the run report (staged), then one commit (save modes; split files named in split order) of
    the data, metadata, feature lists, report and dead letters, `_SUCCESS` last (`_finish`).
 
-Train mode reads the input twice (counting, then encoding), as a Spark ML estimator's fit
-and transform do; neither pass holds the input in memory.
+Train mode reads the input once as Avro2TF with `--enable-cache` does (its extracted rows
+kept on disk, not in memory), or twice (counting, then encoding), as a Spark ML estimator's
+fit and transform do; neither holds the input in memory.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import uuid
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
@@ -41,10 +45,12 @@ from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.reading import plan_splits, unified_schema
 from beam_tensorize.job.report import page_renderer
 from beam_tensorize.job.spec import TensorizeSpec
+from beam_tensorize.job.transaction import kept_folder
 from beam_tensorize.kernels.formats import AUTO, get_format
 from beam_tensorize.spark._encode import EncodeBatches
-from beam_tensorize.spark._feature_lists import feature_lists
+from beam_tensorize.spark._feature_lists import Keep, feature_lists
 from beam_tensorize.spark._finish import finish
+from beam_tensorize.spark._kept import delete_kept
 from beam_tensorize.spark._write import EncodeAndWrite, commit_plan, write_shards, write_split_files
 
 __all__ = ["tensorize_spark"]
@@ -144,21 +150,29 @@ def _run(spark: SparkSession, spec: TensorizeSpec, checked: dict) -> dict:
     fmt = None if spec.input_format == AUTO else get_format(spec.input_format)
     splits = plan_splits(spec.inputs, fmt, spec.split_bytes, dead_letters=True)
     previous = appending_to(spec.output, spec.split, spec.save_mode)  # appending: the split's entry until now
-    lists = feature_lists(spark, splits, spec, previous)
-    lists_broadcast = spark.sparkContext.broadcast(lists)
-    plan = commit_plan(spec)
+    schema = unified_schema(splits, spec.input_columns)  # one schema for all files, or a clear error
+    keep = None
+    if spec.keeps_batches and spec.num_shards is None and previous is None and spec.feature_list_keys:
+        keep = Keep(spec, kept_folder(spec.output, uuid.uuid4().hex), schema)  # one read of the input
     try:
-        encode = EncodeBatches(spec, lists_broadcast)
-        schema = unified_schema(splits, spec.input_columns)  # one schema for all files, or a clear error
-        transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
-        if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
-            written = write_split_files(spark, splits, EncodeAndWrite(encode, plan, checked["skip"], schema))
-        else:
-            written = write_shards(spark, encode, plan)
-        return finish(written, spec, plan, checked, lists=lists, previous=previous, transform=transform)
+        lists = feature_lists(spark, splits, spec, previous, keep)
+        lists_broadcast = spark.sparkContext.broadcast(lists)
+        plan = commit_plan(spec)
+        try:
+            encode = EncodeBatches(spec, lists_broadcast)
+            transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
+            if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
+                write = EncodeAndWrite(encode, plan, checked["skip"], schema, keep and keep.folder)
+                written = write_split_files(spark, splits, write)
+            else:
+                written = write_shards(spark, encode, plan)
+            return finish(written, spec, plan, checked, lists=lists, previous=previous, transform=transform)
+        finally:
+            delete_temporary(plan)  # gone already after a commit
+            lists_broadcast.destroy()
     finally:
-        delete_temporary(plan)  # gone already after a commit
-        lists_broadcast.destroy()
+        if keep is not None:
+            delete_kept(keep.folder, spec.output)
 
 
 def _job_spec(

@@ -635,6 +635,10 @@ def test_spark_writes_the_cli_files_one_per_input_split(spark, tmp_path):
     beam_files = _tree(tmp_path / "beam")
     assert len([f for f in beam_files if f.startswith("trainingData/part-")]) == 3
     assert _tree(tmp_path / "spark") == beam_files
+    # read once (the default on a local disk: the batches kept between the two steps) or twice
+    tensorize_spark(spark, pattern, SAMPLE_CONFIG, str(tmp_path / "twice"), input_passes=2)
+    assert _tree(tmp_path / "twice") == beam_files
+    assert not (tmp_path / "spark" / "_temporary").exists()
 
 
 def test_records_that_do_not_decode_are_the_cli_s_dead_letters(spark, tmp_path):
@@ -654,6 +658,11 @@ def test_records_that_do_not_decode_are_the_cli_s_dead_letters(spark, tmp_path):
     beam_files = _tree(tmp_path / "beam")
     assert "deadLetters/trainingData/part-00000-of-00001.jsonl" in beam_files
     assert _tree(tmp_path / "spark") == beam_files
+    # the dead letters of the one read travel in the kept file; reading twice gives the same
+    tensorize_spark(
+        spark, path, str(config), str(tmp_path / "twice"), max_bad_records_ratio=0.25, input_passes=2
+    )
+    assert _tree(tmp_path / "twice") == beam_files
 
 
 def test_shared_ntv_lists_by_term_discarded_unknowns_and_integer_maxima_as_the_cli(spark, tmp_path):
