@@ -59,6 +59,7 @@ __all__ = [
     "list_files",
     "new_file",
     "match_files",
+    "open_arrow_file",
     "open_file",
     "read_text",
     "read_versioned",
@@ -148,6 +149,22 @@ def create_file(path: str) -> Iterator[_LazyWriter]:
 def open_file(path: str):
     """`path` opened for reading as raw bytes, whatever its name says (no decompression)."""
     return _raw_file(path, "rb")
+
+
+def open_arrow_file(path: str, mode: str):
+    """`path` opened for reading ("rb") or created for writing ("wb") for Arrow: a local file
+    natively (read memory-mapped, so that the Arrow IPC read from it is not copied; folders
+    created for writing), others through Beam's file systems."""
+    if not _is_local(path):
+        return _raw_file(path, mode)
+    import pyarrow as pa
+
+    if mode == "rb":
+        return pa.memory_map(path)
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    return pa.OSFile(path, mode)
 
 
 def write_text_atomically(path: str, text: str) -> None:

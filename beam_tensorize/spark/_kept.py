@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from beam_tensorize.job.commit import remove_empty_temporary
-from beam_tensorize.job.files import FileSystems, new_file, open_file
+from beam_tensorize.job.files import FileSystems, open_arrow_file
 from beam_tensorize.job.finish import dead_letter_json
 from beam_tensorize.job.reading import read_split_batches
 from beam_tensorize.job.spec import TensorizeSpec
@@ -41,7 +41,7 @@ def read_and_keep(
     path = _path(folder, index)
     temp = f"{path}.{uuid.uuid4().hex}"
     letters: list[bytes] = []
-    with SpillWriter(new_file(temp)) as kept:
+    with SpillWriter(open_arrow_file(temp, "wb")) as kept:
         for item in read_split_batches(fmt, split, spec.input_columns, spec.batch_rows, None, schema):
             if isinstance(item, dict):
                 letters.append(dead_letter_json(item).encode())
@@ -59,7 +59,7 @@ def kept_batches(folder: str, index: int, unreadable: list[bytes]) -> Iterator[p
     """The extracted batches `read_and_keep` kept of split `index`; the dead letters of its
     records that did not decode (JSON lines) go to `unreadable`."""
     path = _path(folder, index)
-    for batch in read_spill(open_file(path), path):
+    for batch in read_spill(open_arrow_file(path, "rb"), path):
         if _LETTERS in (batch.schema.metadata or {}):
             unreadable += batch.column("letter").to_pylist()
         else:

@@ -9,7 +9,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_tensorize.job.files import new_file, open_file
+from beam_tensorize.job.files import open_arrow_file
 from beam_tensorize.kernels.provenance import split_key
 from beam_tensorize.kernels.spill import SpillWriter, read_spill
 
@@ -79,7 +79,7 @@ class _KeepFn(beam.DoFn):
             written = self._close()
         if self._writer is None:
             self._path = posixpath.join(self._folder, f"{uuid.uuid4().hex}.spill")
-            self._writer = SpillWriter(new_file(self._path))
+            self._writer = SpillWriter(open_arrow_file(self._path, "wb"))
         self._writer.write(batch)
         self._split = split
         if written is not None:
@@ -96,4 +96,4 @@ class _KeepFn(beam.DoFn):
 
 
 def _read_kept(path: str):
-    return read_spill(open_file(path), path)
+    return read_spill(open_arrow_file(path, "rb"), path)

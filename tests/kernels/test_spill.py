@@ -33,6 +33,10 @@ def test_batches_come_back_in_order_with_their_tags_across_schema_changes(tmp_pa
     assert (spill.rows, spill.nbytes) == (8, sum(b.nbytes for b in batches))
     back = list(read_spill(open(tmp_path / "k.spill", "rb"), "k.spill"))
     assert [b.to_pydict() for b in back] == [b.to_pydict() for b in batches]
+    mapped = list(read_spill(pa.memory_map(str(tmp_path / "k.spill")), "k.spill"))  # as local files are read
+    assert all(
+        m.equals(b) and m.schema.metadata == b.schema.metadata for m, b in zip(mapped, back, strict=True)
+    )
     assert [b.schema for b in back] == [b.schema for b in batches]
     assert [b.schema.metadata for b in back] == [b.schema.metadata for b in batches]
     assert source_of(back[0]) == ("in/a.avro", 16) and split_key(back[0]) == split_key(batches[0])
@@ -59,12 +63,13 @@ def test_a_file_with_no_batches(tmp_path):
     ],
     ids=["no-end-marker", "empty", "overwritten", "truncated-stream"],
 )
-def test_a_damaged_file_is_an_error_naming_it(tmp_path, cut, message):
+@pytest.mark.parametrize("opener", [open, pa.memory_map], ids=["python-file", "memory-map"])
+def test_a_damaged_file_is_an_error_naming_it(tmp_path, cut, message, opener):
     batch = pa.RecordBatch.from_pydict({"a": list(range(1000))})
     _write(tmp_path / "k.spill", [batch, batch])
     (tmp_path / "k.spill").write_bytes(cut((tmp_path / "k.spill").read_bytes()))
     with pytest.raises(ValueError) as err:
-        list(read_spill(open(tmp_path / "k.spill", "rb"), "gs://b/k.spill"))
+        list(read_spill(opener(str(tmp_path / "k.spill"), "rb"), "gs://b/k.spill"))
     assert str(err.value).startswith(f"gs://b/k.spill: {message}")
 
 
