@@ -181,12 +181,8 @@ class Tensorize(beam.PTransform):
 
         read_input = pbegin | "ReadInput" >> read(spec.input_columns)
         batches, unreadable = read_input[BATCHES], read_input[DEAD_LETTERS]
-        if spec.input_reads == 1:
+        if spec.input_reads == 1 or not spec.feature_list_keys:
             return batches, None, unreadable
-        listed = [t for t in spec.config.tensors if t.name in spec.feature_list_keys]
-        if not listed:
-            nothing = pbegin | "NothingToCount" >> beam.Create([]).with_output_types(pa.RecordBatch)
-            return batches, nothing, unreadable
         # The records the main read gives as dead letters are counted there; here they are
         # only left out.
         counted = (
@@ -302,7 +298,10 @@ class Tensorize(beam.PTransform):
         extracted = batches | "ExtractFeatures" >> ExtractFeatures(
             spec.config, extra_columns=spec.extra_columns
         )
-        if spec.keeps_batches and counted is None:
+        if spec.execution_mode == "train" and not spec.feature_list_keys:  # no tensor gets a list
+            empty = beam.Create([]).with_output_types(pa.RecordBatch)
+            counted = batches.pipeline | "NothingToCount" >> empty
+        elif spec.keeps_batches and counted is None:
             counted = extracted  # hashing does not change the tensors that get lists
             extracted = extracted | "KeepForFeatureLists" >> KeepBatches(kept_folder(spec.output, run))
         # With a report, its statistics take what the hashing step hashed (each value hashed once).

@@ -238,3 +238,30 @@ def test_progress_lines_and_a_timed_summary(tmp_path, capsys):
     assert "  rows read:     2400" in captured.out
     assert "  time:          " in captured.out and "rows/s read)" in captured.out
     assert main(["--output", str(tmp_path / "p"), "--progress_interval", "0"]) == 2
+
+
+def _steps(config, output: str, **settings) -> set[str]:
+    """The names of the steps `Tensorize` adds to a pipeline (nothing runs)."""
+    pipeline = beam.Pipeline()
+    _ = pipeline | "T" >> Tensorize(config, output, inputs=[SAMPLE_AVRO], **settings)
+    return {t.unique_name for t in pipeline.to_runner_api().components.transforms.values()}
+
+
+def test_batches_are_kept_only_when_train_mode_counts_feature_lists(tmp_path):
+    from beam_tensorize.config import parse_config
+
+    sample = load_config(SAMPLE_CONFIG)
+    unlisted = parse_config({"features": [{"inputFeatureInfo": {"columnExpr": "title"},
+                                           "outputTensorInfo": {"name": "title", "dtype": "string", "shape": []}}]})  # fmt: skip
+    out = str(tmp_path / "out")
+    assert "T/KeepForFeatureLists/AfterKeeping" in _steps(sample, out)
+    assert "T/ReadForFeatureLists/ReadSplits" not in _steps(sample, out)
+    twice = _steps(sample, out, input_passes=2)
+    assert "T/ReadForFeatureLists/ReadSplits" in twice and not any("KeepFor" in s for s in twice)
+    for settings in ({"execution_mode": "validation"}, {"skip_conversion": True}):
+        assert not any("KeepFor" in s or "ReadForFeatureLists" in s for s in _steps(sample, out, **settings))
+    # no tensor gets a feature list: nothing to count, nothing to keep, one read
+    for passes in (1, 2):
+        steps = _steps(unlisted, out, input_passes=passes)
+        assert "T/NothingToCount/Impulse" in steps
+        assert not any("KeepFor" in s or "ReadForFeatureLists" in s for s in steps)
