@@ -23,6 +23,12 @@
  *
  * Every read is bounds-checked; corrupt or truncated data raises DecodeError (a ValueError) with
  * args (record_index, message). The GIL is released while decoding.
+ *
+ * Speed: compile derives, per node, how it runs (derive_node: e.g. a skipped string, a copied
+ * double); leaves are decoded inline in their record's loop, the read position is passed by
+ * value (not reloaded from memory after each store), one-byte varints and ASCII strings take
+ * branch-light paths, and the program keeps its builders' buffers from one decode to the next
+ * (the results are copied out into bytes), so that they rarely grow or touch fresh memory.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -58,6 +64,40 @@ enum {
     OP_COUNT = 13
 };
 
+#if defined(__GNUC__) || defined(__clang__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HOT_INLINE inline __attribute__((always_inline))
+#define NOINLINE __attribute__((noinline))
+#else
+#define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
+#define HOT_INLINE inline
+#define NOINLINE
+#endif
+
+/* How a node runs, derived from its op and whether it has a builder (see derive_node). */
+enum {
+    F_NOP = 0,      /* null, skipped */
+    F_NULL,         /* null into a builder */
+    F_SKIP_BOOL,
+    F_BOOL,
+    F_SKIP_LONG,    /* int/long, skipped */
+    F_INT32,        /* range-checked int32 */
+    F_INT64,
+    F_SKIP_SIZED,   /* float, double or fixed, skipped: `size` bytes */
+    F_COPY_SIZED,   /* float32, double or fixed: `size` bytes copied */
+    F_FLOAT_WIDEN,  /* float widened to float64 */
+    F_SKIP_BYTES,   /* bytes or string, skipped */
+    F_BYTES,
+    F_STRING,
+    F_ENUM,
+    F_RECORD,
+    F_ARRAY,
+    F_MAP,
+    F_UNION
+};
+
 typedef struct {
     int kind;
     int nullable;
@@ -72,6 +112,12 @@ typedef struct {
     int min_positive;
     int n_params;
     const int64_t *params;
+    /* Derived at compile time, for the decoding loop. */
+    int fast;
+    int list_child;          /* arrays and maps with a builder: the builder of its items/entries */
+    int64_t size;            /* F_SKIP_SIZED / F_COPY_SIZED: bytes per value */
+    const char *what;        /* sized values: the message when truncated; bytes and strings: their
+                                name in the "truncated" / "negative length" messages */
 } Node;
 
 typedef struct {
@@ -83,6 +129,11 @@ typedef struct {
     int64_t *words;
     char *blob;
     Py_ssize_t blob_len;
+    /* The builders of the last decode, kept with their buffers' memory for the next one (the
+     * results are copied out); `busy` while a decode uses them (another one at the same time,
+     * in another thread, allocates its own). */
+    struct Builder *cache;
+    int busy;
 } Program;
 
 typedef struct {
@@ -91,10 +142,11 @@ typedef struct {
     size_t cap;
 } Buf;
 
-typedef struct {
+typedef struct Builder {
     int64_t length;
     int64_t null_count;
     int64_t bits;  /* bits used in values (B_BOOL) */
+    int nullable;  /* copy of the spec's, for mark_valid */
     Buf validity;
     Buf offsets;
     Buf values;
@@ -102,6 +154,7 @@ typedef struct {
 
 typedef struct {
     const Program *prog;
+    const Node *nodes;
     Builder *b;
     const uint8_t *pos;
     const uint8_t *end;
@@ -111,46 +164,69 @@ typedef struct {
 } Ctx;
 
 /* ------------------------------------------------------------------------------------------ */
-/* Buffers */
+/* Buffers. Growth is geometric and leaves the new bytes uninitialized: only bitmaps need zeros,
+ * and bit_append clears each bitmap byte as it first uses it. */
 
-static int buf_reserve(Ctx *c, Buf *buf, size_t extra) {
-    if (buf->cap - buf->len >= extra) return 0;
+static NOINLINE int buf_grow(Ctx *c, Buf *buf, size_t extra) {
     if (extra > ((size_t)1 << 40)) {
         c->oom = 1;
         return -1;
     }
-    size_t cap = buf->cap ? buf->cap : 64;
+    size_t cap = buf->cap ? buf->cap : 256;
     while (cap - buf->len < extra) cap *= 2;
     uint8_t *p = (uint8_t *)realloc(buf->data, cap);
     if (p == NULL) {
         c->oom = 1;
         return -1;
     }
-    memset(p + buf->cap, 0, cap - buf->cap);
     buf->data = p;
     buf->cap = cap;
     return 0;
 }
 
-static inline int buf_append(Ctx *c, Buf *buf, const void *src, size_t n) {
-    if (buf->cap - buf->len < n && buf_reserve(c, buf, n) < 0) return -1;
+static HOT_INLINE int buf_reserve(Ctx *c, Buf *buf, size_t extra) {
+    if (LIKELY(buf->cap - buf->len >= extra)) return 0;
+    return buf_grow(c, buf, extra);
+}
+
+static HOT_INLINE int buf_append(Ctx *c, Buf *buf, const void *src, size_t n) {
+    if (UNLIKELY(buf->cap - buf->len < n) && buf_grow(c, buf, n) < 0) return -1;
     if (n) memcpy(buf->data + buf->len, src, n);
     buf->len += n;
     return 0;
 }
 
-/* Sets bit `index` of a bitmap to `value` (the buffer is zero-filled as it grows). */
-static inline int bit_append(Ctx *c, Buf *buf, int64_t index, int value) {
-    size_t need = (size_t)(index >> 3) + 1;
-    if (need > buf->len) {
-        if (buf_reserve(c, buf, need - buf->len) < 0) return -1;
-        buf->len = need;
+/* Appends `n` bytes read at `src`, in a buffer ending at `end`: short ones (the usual strings)
+ * as one 16-byte copy, when both the source and the buffer's spare room hold 16 bytes (the bytes
+ * past `n` land in the spare room and are overwritten by the next append). */
+static HOT_INLINE int buf_append_short(Ctx *c, Buf *buf, const uint8_t *src, size_t n, const uint8_t *end) {
+    if (LIKELY(n <= 16 && end - src >= 16)) {
+        if (UNLIKELY(buf->cap - buf->len < 16) && buf_grow(c, buf, 16) < 0) return -1;
+        memcpy(buf->data + buf->len, src, 16);
+        buf->len += n;
+        return 0;
     }
-    if (value) buf->data[index >> 3] |= (uint8_t)(1u << (index & 7));
+    return buf_append(c, buf, src, n);
+}
+
+/* Zero-extends a buffer to at least `n` bytes. */
+static int buf_zero_to(Ctx *c, Buf *buf, size_t n) {
+    if (n <= buf->len) return 0;
+    if (buf_reserve(c, buf, n - buf->len) < 0) return -1;
+    memset(buf->data + buf->len, 0, n - buf->len);
+    buf->len = n;
     return 0;
 }
 
-static int fail(Ctx *c, const char *message) {
+/* Sets bit `index` of a bitmap to `value` (bytes are cleared as the bitmap grows over them). */
+static HOT_INLINE int bit_append(Ctx *c, Buf *buf, int64_t index, int value) {
+    size_t byte = (size_t)(index >> 3);
+    if (UNLIKELY(byte >= buf->len) && buf_zero_to(c, buf, byte + 1) < 0) return -1;
+    if (value) buf->data[byte] |= (uint8_t)(1u << (index & 7));
+    return 0;
+}
+
+static NOINLINE int fail(Ctx *c, const char *message) {
     if (!c->err[0]) snprintf(c->err, sizeof(c->err), "%s", message);
     return -1;
 }
@@ -158,17 +234,15 @@ static int fail(Ctx *c, const char *message) {
 /* ------------------------------------------------------------------------------------------ */
 /* Builders */
 
-/* Marks the next slot of builder `id` valid (the value itself is appended by the caller). */
-static inline int mark_valid(Ctx *c, int id) {
-    Builder *b = &c->b[id];
-    const BuilderSpec *s = &c->prog->builders[id];
-    if (s->nullable && bit_append(c, &b->validity, b->length, 1) < 0) return -1;
+/* Marks the next slot of a builder valid (the value itself is appended by the caller). */
+static HOT_INLINE int mark_valid(Ctx *c, Builder *b) {
+    if (b->nullable && bit_append(c, &b->validity, b->length, 1) < 0) return -1;
     b->length++;
     return 0;
 }
 
-static inline int push_offset(Ctx *c, Buf *offsets, int64_t end) {
-    if (end > MAX_OFFSET) return fail(c, "more than 2**31-1 values in one block: offsets overflow");
+static HOT_INLINE int push_offset(Ctx *c, Buf *offsets, int64_t end) {
+    if (UNLIKELY(end > MAX_OFFSET)) return fail(c, "more than 2**31-1 values in one block: offsets overflow");
     int32_t v = (int32_t)end;
     return buf_append(c, offsets, &v, 4);
 }
@@ -212,41 +286,69 @@ static int append_null(Ctx *c, int id) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Reading */
+/* Reading. The read position is passed by value and returned (NULL after an error, whose message
+ * is in c->err): kept in a register, it is not reloaded after every store into the builders. */
 
-static inline int read_long(Ctx *c, int64_t *out) {
-    const uint8_t *p = c->pos;
+typedef const uint8_t *Pos;
+
+static NOINLINE Pos fail_at(Ctx *c, const char *message) {
+    fail(c, message);
+    return NULL;
+}
+
+static NOINLINE Pos read_long_slow(Ctx *c, Pos p, int64_t *out) {
     uint64_t result = 0;
     int shift = 0;
     for (;;) {
-        if (p >= c->end) return fail(c, "truncated data: a variable-length integer runs past the end");
+        if (p >= c->end) return fail_at(c, "truncated data: a variable-length integer runs past the end");
         uint8_t byte = *p++;
         result |= (uint64_t)(byte & 0x7F) << shift;
         if (!(byte & 0x80)) break;
         shift += 7;
-        if (shift >= 70) return fail(c, "variable-length integer is longer than 10 bytes");
+        if (shift >= 70) return fail_at(c, "variable-length integer is longer than 10 bytes");
     }
-    c->pos = p;
     *out = (int64_t)((result >> 1) ^ (~(result & 1) + 1));
-    return 0;
+    return p;
 }
 
-static inline int read_length(Ctx *c, int64_t *out, const char *what) {
-    if (read_long(c, out) < 0) return -1;
-    if (*out < 0) {
-        snprintf(c->err, sizeof(c->err), "negative %s length %lld", what, (long long)*out);
-        return -1;
+/* A zigzag varint; one- and two-byte values (the common ones) without a loop. */
+static HOT_INLINE Pos read_long(Ctx *c, Pos p, Pos end, int64_t *out) {
+    if (LIKELY(end - p >= 2)) {
+        uint64_t r = p[0];
+        if (LIKELY(!(r & 0x80))) {
+            *out = (int64_t)((r >> 1) ^ (~(r & 1) + 1));
+            return p + 1;
+        }
+        uint64_t b1 = p[1];
+        if (!(b1 & 0x80)) {
+            r = (r & 0x7F) | (b1 << 7);
+            *out = (int64_t)((r >> 1) ^ (~(r & 1) + 1));
+            return p + 2;
+        }
     }
-    if (*out > c->end - c->pos) {
+    return read_long_slow(c, p, out);
+}
+
+static NOINLINE Pos length_error(Ctx *c, Pos p, int64_t n, const char *what) {
+    if (n < 0)
+        snprintf(c->err, sizeof(c->err), "negative %s length %lld", what, (long long)n);
+    else
         snprintf(c->err, sizeof(c->err), "truncated data: %s of %lld bytes, only %lld left", what,
-                 (long long)*out, (long long)(c->end - c->pos));
-        return -1;
-    }
-    return 0;
+                 (long long)n, (long long)(c->end - p));
+    return NULL;
+}
+
+/* A length of bytes that must follow: negative or past the end is an error. */
+static HOT_INLINE Pos read_length(Ctx *c, Pos p, Pos end, int64_t *out, const char *what) {
+    p = read_long(c, p, end, out);
+    if (p == NULL) return NULL;
+    /* one unsigned comparison catches both a negative length and one past the end */
+    if (UNLIKELY((uint64_t)*out > (uint64_t)(end - p))) return length_error(c, p, *out, what);
+    return p;
 }
 
 /* Strict UTF-8 validation, as Python's decoder: no overlongs, surrogates or values > U+10FFFF. */
-static int utf8_valid(const uint8_t *s, size_t n) {
+static NOINLINE int utf8_valid_slow(const uint8_t *s, size_t n) {
     size_t i = 0;
     while (i < n) {
         if (i + 8 <= n) {
@@ -284,230 +386,267 @@ static int utf8_valid(const uint8_t *s, size_t n) {
     return 1;
 }
 
-static int decode_node(Ctx *c, int node_id);
-
-static int decode_union(Ctx *c, const Node *nd) {
-    int64_t index;
-    if (read_long(c, &index) < 0) return -1;
-    int64_t mode = nd->params[0], n = nd->params[1];
-    if (index < 0 || index >= n) {
-        snprintf(c->err, sizeof(c->err), "union branch index %lld out of range (%lld branches)",
-                 (long long)index, (long long)n);
-        return -1;
+/* ASCII (the usual case) is checked inline; anything else by utf8_valid_slow. */
+static HOT_INLINE int utf8_valid(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    uint64_t acc = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        acc |= w;
     }
-    int branch = (int)nd->params[2 + 2 * index];
-    int member = (int)nd->params[3 + 2 * index];
-    if (nd->builder < 0) return branch < 0 ? 0 : decode_node(c, branch);
-    if (branch < 0) return append_null(c, nd->builder);
-    if (mode == 0) return decode_node(c, branch); /* the branch writes into this builder */
-    /* A struct of member<i> fields: the branch fills one member, the others get nulls. */
-    const BuilderSpec *s = &c->prog->builders[nd->builder];
-    if (decode_node(c, branch) < 0) return -1;
-    for (int i = 0; i < s->n_children; i++)
-        if (i != member && append_null(c, s->children[i]) < 0) return -1;
-    return mark_valid(c, nd->builder);
+    for (; i < n; i++) acc |= s[i];
+    if (LIKELY(!(acc & 0x8080808080808080ULL))) return 1;
+    return utf8_valid_slow(s, n);
 }
 
-static int decode_array(Ctx *c, const Node *nd, int is_map) {
+static NOINLINE Pos fail_int_range(Ctx *c, int64_t v) {
+    snprintf(c->err, sizeof(c->err), "int value %lld out of the 32-bit range", (long long)v);
+    return NULL;
+}
+
+static NOINLINE Pos fail_index(Ctx *c, const char *format, int64_t index, int64_t n) {
+    snprintf(c->err, sizeof(c->err), format, (long long)index, (long long)n);
+    return NULL;
+}
+
+static Pos decode_container(Ctx *c, const Node *nd, Pos p);
+
+/* Decodes one value of node `nd` at `p` (`B`: c->b, `end`: c->end). Leaves run inline; records,
+ * arrays, maps and unions in decode_container. Every value nests one level deeper than its
+ * parent, and no deeper than MAX_DEPTH: the caller has checked that c->depth < MAX_DEPTH (once
+ * for all the values of a level, as they share it). */
+static HOT_INLINE Pos decode_any(Ctx *c, Builder *B, const Node *nd, Pos p, Pos end) {
+    switch (nd->fast) {
+        case F_NOP:
+            return p;
+        case F_NULL:
+            return append_null(c, nd->builder) < 0 ? NULL : p;
+        case F_SKIP_BOOL:
+            if (UNLIKELY(p >= end)) return fail_at(c, "truncated data: boolean runs past the end");
+            return p + 1;
+        case F_BOOL: {
+            if (UNLIKELY(p >= end)) return fail_at(c, "truncated data: boolean runs past the end");
+            Builder *b = &B[nd->builder];
+            if (bit_append(c, &b->values, b->bits, *p != 0) < 0) return NULL;
+            b->bits++;
+            return mark_valid(c, b) < 0 ? NULL : p + 1;
+        }
+        case F_SKIP_LONG: {
+            int64_t v;
+            return read_long(c, p, end, &v);
+        }
+        case F_INT32: {
+            int64_t v;
+            p = read_long(c, p, end, &v);
+            if (p == NULL) return NULL;
+            if (UNLIKELY(v < INT32_MIN || v > INT32_MAX)) return fail_int_range(c, v);
+            Builder *b = &B[nd->builder];
+            int32_t w = (int32_t)v;
+            if (buf_append(c, &b->values, &w, 4) < 0 || mark_valid(c, b) < 0) return NULL;
+            return p;
+        }
+        case F_INT64: {
+            int64_t v;
+            p = read_long(c, p, end, &v);
+            if (p == NULL) return NULL;
+            Builder *b = &B[nd->builder];
+            if (buf_append(c, &b->values, &v, 8) < 0 || mark_valid(c, b) < 0) return NULL;
+            return p;
+        }
+        case F_SKIP_SIZED:
+            if (UNLIKELY(nd->size > end - p)) return fail_at(c, nd->what);
+            return p + nd->size;
+        case F_COPY_SIZED: {
+            int64_t size = nd->size;
+            if (UNLIKELY(size > end - p)) return fail_at(c, nd->what);
+            Builder *b = &B[nd->builder];
+            if (size == 8) {
+                if (buf_append(c, &b->values, p, 8) < 0) return NULL;
+            } else if (buf_append(c, &b->values, p, (size_t)size) < 0) {
+                return NULL;
+            }
+            return mark_valid(c, b) < 0 ? NULL : p + size;
+        }
+        case F_FLOAT_WIDEN: {
+            if (UNLIKELY(end - p < 4)) return fail_at(c, nd->what);
+            Builder *b = &B[nd->builder];
+            float f;
+            memcpy(&f, p, 4);
+            double d = (double)f;
+            if (buf_append(c, &b->values, &d, 8) < 0 || mark_valid(c, b) < 0) return NULL;
+            return p + 4;
+        }
+        case F_SKIP_BYTES: {
+            int64_t len;
+            p = read_length(c, p, end, &len, nd->what);
+            return p == NULL ? NULL : p + len;
+        }
+        case F_BYTES:
+        case F_STRING: {
+            int64_t len;
+            p = read_length(c, p, end, &len, nd->what);
+            if (p == NULL) return NULL;
+            if (nd->fast == F_STRING && UNLIKELY(!utf8_valid(p, (size_t)len)))
+                return fail_at(c, "string is not valid UTF-8");
+            Builder *b = &B[nd->builder];
+            if (buf_append_short(c, &b->values, p, (size_t)len, end) < 0 ||
+                push_offset(c, &b->offsets, (int64_t)b->values.len) < 0 || mark_valid(c, b) < 0)
+                return NULL;
+            return p + len;
+        }
+        case F_ENUM: {
+            int64_t index;
+            p = read_long(c, p, end, &index);
+            if (p == NULL) return NULL;
+            int64_t n = nd->params[0];
+            if (UNLIKELY(index < 0 || index >= n))
+                return fail_index(c, "enum index %lld out of range (%lld symbols)", index, n);
+            if (nd->builder >= 0) {
+                Builder *b = &B[nd->builder];
+                int64_t start = nd->params[1 + index], stop = nd->params[2 + index];
+                if (buf_append(c, &b->values, c->prog->blob + start, (size_t)(stop - start)) < 0 ||
+                    push_offset(c, &b->offsets, (int64_t)b->values.len) < 0 || mark_valid(c, b) < 0)
+                    return NULL;
+            }
+            return p;
+        }
+        default:
+            return decode_container(c, nd, p);
+    }
+}
+
+static HOT_INLINE Pos decode_value(Ctx *c, Builder *B, const Node *nd, Pos p, Pos end) {
+    if (UNLIKELY(c->depth >= MAX_DEPTH)) return fail_at(c, "values nested too deeply");
+    return decode_any(c, B, nd, p, end);
+}
+
+/* The fields of a record (one level deeper than the record: the caller counts its level). */
+static HOT_INLINE Pos decode_fields(Ctx *c, const Node *nd, Pos p) {
+    Builder *B = c->b;
+    const Node *nodes = c->nodes;
+    Pos end = c->end;
+    const int64_t *fields = nd->params + 1;
+    int64_t n = nd->params[0];
+    if (UNLIKELY(n > 0 && c->depth >= MAX_DEPTH)) return fail_at(c, "values nested too deeply");
+    for (int64_t i = 0; i < n; i++) {
+        p = decode_any(c, B, &nodes[fields[i]], p, end);
+        if (p == NULL) return NULL;
+    }
+    if (nd->builder >= 0 && mark_valid(c, &B[nd->builder]) < 0) return NULL;
+    return p;
+}
+
+static Pos decode_union(Ctx *c, const Node *nd, Pos p) {
+    int64_t index;
+    p = read_long(c, p, c->end, &index);
+    if (p == NULL) return NULL;
+    int64_t mode = nd->params[0], n = nd->params[1];
+    if (index < 0 || index >= n)
+        return fail_index(c, "union branch index %lld out of range (%lld branches)", index, n);
+    int branch = (int)nd->params[2 + 2 * index];
+    int member = (int)nd->params[3 + 2 * index];
+    if (nd->builder < 0) return branch < 0 ? p : decode_value(c, c->b, &c->nodes[branch], p, c->end);
+    if (branch < 0) return append_null(c, nd->builder) < 0 ? NULL : p;
+    p = decode_value(c, c->b, &c->nodes[branch], p, c->end);
+    if (mode == 0 || p == NULL) return p; /* mode 0: the branch writes into this builder */
+    /* A struct of member<i> fields: the branch fills one member, the others get nulls. */
+    const BuilderSpec *s = &c->prog->builders[nd->builder];
+    for (int i = 0; i < s->n_children; i++)
+        if (i != member && append_null(c, s->children[i]) < 0) return NULL;
+    return mark_valid(c, &c->b[nd->builder]) < 0 ? NULL : p;
+}
+
+static Pos decode_array(Ctx *c, const Node *nd, Pos p, int is_map) {
     int id = nd->builder;
-    int item = is_map ? (int)nd->params[2] : (int)nd->params[0];
+    const Node *item = &c->nodes[is_map ? nd->params[2] : nd->params[0]];
     int entries = is_map ? (int)nd->params[0] : -1;
     int keys = is_map ? (int)nd->params[1] : -1;
-    int item_positive = is_map ? 1 : c->prog->nodes[item].min_positive;
+    int item_positive = is_map ? 1 : item->min_positive;
+    Pos end = c->end;
     int64_t total = 0;
     for (;;) {
         int64_t n;
-        if (read_long(c, &n) < 0) return -1;
+        p = read_long(c, p, end, &n);
+        if (p == NULL) return NULL;
         if (n == 0) break;
         if (n < 0) {
             int64_t size;
-            if (n == INT64_MIN) return fail(c, "invalid block item count");
+            if (n == INT64_MIN) return fail_at(c, "invalid block item count");
             n = -n;
-            if (read_length(c, &size, "array/map block") < 0) return -1;
+            p = read_length(c, p, end, &size, "array/map block");
+            if (p == NULL) return NULL;
             if (id < 0) { /* skipping: jump over the block */
-                c->pos += size;
+                p += size;
                 continue;
             }
         }
-        if (item_positive && n > c->end - c->pos)
-            return fail(c, "truncated data: more items announced than bytes left");
-        if (n > MAX_OFFSET - total) return fail(c, "more than 2**31-1 items in one array or map");
+        if (item_positive && n > end - p) return fail_at(c, "truncated data: more items announced than bytes left");
+        if (n > MAX_OFFSET - total) return fail_at(c, "more than 2**31-1 items in one array or map");
         total += n;
-        for (int64_t i = 0; i < n; i++) {
-            if (is_map) {
-                int64_t len;
-                if (read_length(c, &len, "map key") < 0) return -1;
-                if (id >= 0) {
-                    Builder *kb = &c->b[keys];
-                    if (!utf8_valid(c->pos, (size_t)len)) return fail(c, "map key is not valid UTF-8");
-                    if (buf_append(c, &kb->values, c->pos, (size_t)len) < 0) return -1;
-                    if (push_offset(c, &kb->offsets, (int64_t)kb->values.len) < 0) return -1;
-                    kb->length++;
+        if (!is_map) {
+            if (UNLIKELY(c->depth >= MAX_DEPTH)) return fail_at(c, "values nested too deeply");
+            if (item->fast == F_RECORD) { /* the usual array of records, inline */
+                c->depth++;
+                for (int64_t i = 0; i < n; i++) {
+                    p = decode_fields(c, item, p);
+                    if (p == NULL) break;
                 }
-                c->pos += len;
+                c->depth--;
+                if (p == NULL) return NULL;
+            } else {
+                Builder *B = c->b;
+                for (int64_t i = 0; i < n; i++) {
+                    p = decode_any(c, B, item, p, end);
+                    if (p == NULL) return NULL;
+                }
             }
-            if (decode_node(c, item) < 0) return -1;
-            if (is_map && id >= 0) c->b[entries].length++;
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t len;
+            p = read_length(c, p, end, &len, "map key");
+            if (p == NULL) return NULL;
+            if (id >= 0) {
+                Builder *kb = &c->b[keys];
+                if (!utf8_valid(p, (size_t)len)) return fail_at(c, "map key is not valid UTF-8");
+                if (buf_append(c, &kb->values, p, (size_t)len) < 0) return NULL;
+                if (push_offset(c, &kb->offsets, (int64_t)kb->values.len) < 0) return NULL;
+                kb->length++;
+            }
+            p += len;
+            p = decode_value(c, c->b, item, p, end);
+            if (p == NULL) return NULL;
+            if (id >= 0) c->b[entries].length++;
         }
     }
-    if (id < 0) return 0;
-    const BuilderSpec *s = &c->prog->builders[id];
-    if (push_offset(c, &c->b[id].offsets, c->b[s->children[0]].length) < 0) return -1;
-    return mark_valid(c, id);
+    if (id < 0) return p;
+    Builder *b = &c->b[id];
+    if (push_offset(c, &b->offsets, c->b[nd->list_child].length) < 0 || mark_valid(c, b) < 0) return NULL;
+    return p;
 }
 
-static int decode_node(Ctx *c, int node_id) {
-    const Node *nd = &c->prog->nodes[node_id];
-    int id = nd->builder;
-    Builder *b = id >= 0 ? &c->b[id] : NULL;
-    int rc = 0;
-    if (++c->depth > MAX_DEPTH) {
-        c->depth--;
-        return fail(c, "values nested too deeply");
-    }
-    switch (nd->op) {
-        case OP_NULL:
-            if (b) rc = append_null(c, id);
+/* Records, arrays, maps and unions: one level deeper (decode_value checked the depth). */
+static NOINLINE Pos decode_container(Ctx *c, const Node *nd, Pos p) {
+    c->depth++;
+    switch (nd->fast) {
+        case F_RECORD:
+            p = decode_fields(c, nd, p);
             break;
-        case OP_BOOL: {
-            if (c->pos >= c->end) {
-                rc = fail(c, "truncated data: boolean runs past the end");
-                break;
-            }
-            uint8_t v = *c->pos++;
-            if (b) {
-                if (bit_append(c, &b->values, b->bits, v != 0) < 0) {
-                    rc = -1;
-                    break;
-                }
-                b->bits++;
-                rc = mark_valid(c, id);
-            }
+        case F_ARRAY:
+            p = decode_array(c, nd, p, 0);
             break;
-        }
-        case OP_INT: {
-            int64_t v;
-            if (read_long(c, &v) < 0) {
-                rc = -1;
-                break;
-            }
-            if (b) {
-                if (nd->params[0] == 4) {
-                    if (v < INT32_MIN || v > INT32_MAX) {
-                        snprintf(c->err, sizeof(c->err), "int value %lld out of the 32-bit range", (long long)v);
-                        rc = -1;
-                        break;
-                    }
-                    int32_t w = (int32_t)v;
-                    rc = buf_append(c, &b->values, &w, 4);
-                } else {
-                    rc = buf_append(c, &b->values, &v, 8);
-                }
-                if (rc == 0) rc = mark_valid(c, id);
-            }
+        case F_MAP:
+            p = decode_array(c, nd, p, 1);
             break;
-        }
-        case OP_FLOAT:
-        case OP_DOUBLE: {
-            size_t size = nd->op == OP_FLOAT ? 4 : 8;
-            if ((size_t)(c->end - c->pos) < size) {
-                rc = fail(c, "truncated data: float/double runs past the end");
-                break;
-            }
-            if (b) {
-                if (nd->op == OP_FLOAT && nd->params[0] == 8) {
-                    float f;
-                    memcpy(&f, c->pos, 4);
-                    double d = (double)f;
-                    rc = buf_append(c, &b->values, &d, 8);
-                } else {
-                    rc = buf_append(c, &b->values, c->pos, size);
-                }
-                if (rc == 0) rc = mark_valid(c, id);
-            }
-            c->pos += size;
-            break;
-        }
-        case OP_BYTES:
-        case OP_STRING: {
-            int64_t len;
-            if (read_length(c, &len, nd->op == OP_STRING ? "string" : "bytes") < 0) {
-                rc = -1;
-                break;
-            }
-            if (b) {
-                if (nd->op == OP_STRING && !utf8_valid(c->pos, (size_t)len)) {
-                    rc = fail(c, "string is not valid UTF-8");
-                    break;
-                }
-                if (buf_append(c, &b->values, c->pos, (size_t)len) < 0 ||
-                    push_offset(c, &b->offsets, (int64_t)b->values.len) < 0 || mark_valid(c, id) < 0) {
-                    rc = -1;
-                    break;
-                }
-            }
-            c->pos += len;
-            break;
-        }
-        case OP_FIXED: {
-            int64_t size = nd->params[0];
-            if (size > c->end - c->pos) {
-                rc = fail(c, "truncated data: fixed runs past the end");
-                break;
-            }
-            if (b) {
-                rc = buf_append(c, &b->values, c->pos, (size_t)size);
-                if (rc == 0) rc = mark_valid(c, id);
-            }
-            c->pos += size;
-            break;
-        }
-        case OP_ENUM: {
-            int64_t index;
-            if (read_long(c, &index) < 0) {
-                rc = -1;
-                break;
-            }
-            int64_t n = nd->params[0];
-            if (index < 0 || index >= n) {
-                snprintf(c->err, sizeof(c->err), "enum index %lld out of range (%lld symbols)",
-                         (long long)index, (long long)n);
-                rc = -1;
-                break;
-            }
-            if (b) {
-                int64_t start = nd->params[1 + index], stop = nd->params[2 + index];
-                if (buf_append(c, &b->values, c->prog->blob + start, (size_t)(stop - start)) < 0 ||
-                    push_offset(c, &b->offsets, (int64_t)b->values.len) < 0 || mark_valid(c, id) < 0)
-                    rc = -1;
-            }
-            break;
-        }
-        case OP_RECORD: {
-            int64_t n = nd->params[0];
-            for (int64_t i = 0; i < n; i++) {
-                if (decode_node(c, (int)nd->params[1 + i]) < 0) {
-                    rc = -1;
-                    break;
-                }
-            }
-            if (rc == 0 && b) rc = mark_valid(c, id);
-            break;
-        }
-        case OP_ARRAY:
-            rc = decode_array(c, nd, 0);
-            break;
-        case OP_MAP:
-            rc = decode_array(c, nd, 1);
-            break;
-        case OP_UNION:
-            rc = decode_union(c, nd);
+        case F_UNION:
+            p = decode_union(c, nd, p);
             break;
         default:
-            rc = fail(c, "invalid program");
+            p = fail_at(c, "invalid program");
     }
     c->depth--;
-    return rc;
+    return p;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -524,6 +663,14 @@ static void program_free(Program *p) {
     free(p->nodes);
     free(p->words);
     free(p->blob);
+    if (p->cache) {
+        for (int i = 0; i < p->n_builders; i++) {
+            free(p->cache[i].validity.data);
+            free(p->cache[i].offsets.data);
+            free(p->cache[i].values.data);
+        }
+        free(p->cache);
+    }
     free(p);
 }
 
@@ -575,6 +722,64 @@ static int check_param_ids(Program *p, const Node *nd) {
     return 0;
 #undef NODE_OK
 #undef BUILDER_OK
+}
+
+static const char FLOAT_TRUNCATED[] = "truncated data: float/double runs past the end";
+
+/* How the decoding loop runs a node (compile has checked its params and builder). */
+static void derive_node(Program *p, Node *nd) {
+    int has = nd->builder >= 0;
+    nd->list_child = -1;
+    nd->size = 0;
+    nd->what = "";
+    switch (nd->op) {
+        case OP_NULL:
+            nd->fast = has ? F_NULL : F_NOP;
+            break;
+        case OP_BOOL:
+            nd->fast = has ? F_BOOL : F_SKIP_BOOL;
+            break;
+        case OP_INT:
+            nd->fast = !has ? F_SKIP_LONG : nd->params[0] == 4 ? F_INT32 : F_INT64;
+            break;
+        case OP_FLOAT:
+            nd->size = 4;
+            nd->what = FLOAT_TRUNCATED;
+            nd->fast = !has ? F_SKIP_SIZED : nd->params[0] == 8 ? F_FLOAT_WIDEN : F_COPY_SIZED;
+            break;
+        case OP_DOUBLE:
+            nd->size = 8;
+            nd->what = FLOAT_TRUNCATED;
+            nd->fast = has ? F_COPY_SIZED : F_SKIP_SIZED;
+            break;
+        case OP_FIXED:
+            nd->size = nd->params[0];
+            nd->what = "truncated data: fixed runs past the end";
+            nd->fast = has ? F_COPY_SIZED : F_SKIP_SIZED;
+            break;
+        case OP_BYTES:
+            nd->what = "bytes";
+            nd->fast = has ? F_BYTES : F_SKIP_BYTES;
+            break;
+        case OP_STRING:
+            nd->what = "string";
+            nd->fast = has ? F_STRING : F_SKIP_BYTES;
+            break;
+        case OP_ENUM:
+            nd->fast = F_ENUM;
+            break;
+        case OP_RECORD:
+            nd->fast = F_RECORD;
+            break;
+        case OP_ARRAY:
+        case OP_MAP:
+            nd->fast = nd->op == OP_ARRAY ? F_ARRAY : F_MAP;
+            if (has) nd->list_child = p->builders[nd->builder].children[0];
+            break;
+        case OP_UNION:
+            nd->fast = F_UNION;
+            break;
+    }
 }
 
 static PyObject *py_compile(PyObject *self, PyObject *args) {
@@ -639,6 +844,7 @@ static PyObject *py_compile(PyObject *self, PyObject *args) {
         nd->params = w + at + 4;
         at += 4 + (size_t)nd->n_params;
         if (!check_param_ids(p, nd)) goto invalid;
+        derive_node(p, nd);
     }
     if (at != n_words) goto invalid;
     PyBuffer_Release(&words);
@@ -666,6 +872,9 @@ nomem:
 static PyObject *buf_to_bytes(const Buf *buf, size_t len) {
     return PyBytes_FromStringAndSize((const char *)buf->data, (Py_ssize_t)len);
 }
+
+/* Kept for the next decode: buffers up to this size (a larger one is freed after use). */
+#define RETAIN_MAX ((size_t)64 << 20)
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
@@ -700,12 +909,29 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     c.prog = prog;
     c.pos = (const uint8_t *)data.buf;
     c.end = c.pos + data.len;
-    c.b = (Builder *)calloc((size_t)prog->n_builders, sizeof(Builder));
+    int cached = 0;
+    if (!__atomic_exchange_n(&prog->busy, 1, __ATOMIC_ACQUIRE)) {
+        if (prog->cache == NULL) prog->cache = (Builder *)calloc((size_t)prog->n_builders, sizeof(Builder));
+        if (prog->cache != NULL) {
+            cached = 1;
+            c.b = prog->cache;
+            for (int i = 0; i < prog->n_builders; i++) { /* emptied, keeping their memory */
+                Builder *b = &c.b[i];
+                b->length = b->null_count = b->bits = 0;
+                b->validity.len = b->offsets.len = b->values.len = 0;
+            }
+        } else {
+            __atomic_store_n(&prog->busy, 0, __ATOMIC_RELEASE);
+        }
+    }
+    if (!cached) c.b = (Builder *)calloc((size_t)prog->n_builders, sizeof(Builder));
     if (c.b == NULL) {
         if (bounds.buf) PyBuffer_Release(&bounds);
         PyBuffer_Release(&data);
         return PyErr_NoMemory();
     }
+    c.nodes = prog->nodes;
+    for (int i = 0; i < prog->n_builders; i++) c.b[i].nullable = prog->builders[i].nullable;
     long long record = 0;
     int rc = 0;
     const Node *root = &prog->nodes[prog->root];
@@ -720,10 +946,12 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         if ((kind == B_VAR || kind == B_LIST) && push_offset(&c, &c.b[i].offsets, 0) < 0) rc = -1;
     }
     for (; rc == 0 && record < count; record++) {
-        if (decode_node(&c, prog->root) < 0) {
+        const uint8_t *next = decode_value(&c, c.b, root, c.pos, c.end);
+        if (next == NULL) {
             rc = -1;
             break;
         }
+        c.pos = next;
         while (next_bound < n_bounds && bound[2 * next_bound] == record + 1) {
             if (c.pos - (const uint8_t *)data.buf != bound[2 * next_bound + 1]) {
                 rc = fail(&c, "block boundary");
@@ -731,6 +959,15 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
             }
             next_bound++;
         }
+    }
+    /* The bitmaps returned cover every slot (bytes past the last bit set are zero). */
+    for (int i = 0; i < prog->n_builders && rc == 0; i++) {
+        Builder *b = &c.b[i];
+        const BuilderSpec *s = &prog->builders[i];
+        if (s->nullable && b->null_count && s->kind != B_NULL &&
+            buf_zero_to(&c, &b->validity, (size_t)((b->length + 7) / 8)) < 0)
+            rc = -1;
+        if (s->kind == B_BOOL && buf_zero_to(&c, &b->values, (size_t)((b->bits + 7) / 8)) < 0) rc = -1;
     }
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
@@ -784,11 +1021,19 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(Nn)", list, (Py_ssize_t)(c.pos - (const uint8_t *)data.buf));
 done:
     for (int i = 0; i < prog->n_builders; i++) {
-        free(c.b[i].validity.data);
-        free(c.b[i].offsets.data);
-        free(c.b[i].values.data);
+        Buf *bufs[3] = {&c.b[i].validity, &c.b[i].offsets, &c.b[i].values};
+        for (int k = 0; k < 3; k++) {
+            if (!cached || bufs[k]->cap > RETAIN_MAX) {
+                free(bufs[k]->data);
+                bufs[k]->data = NULL;
+                bufs[k]->len = bufs[k]->cap = 0;
+            }
+        }
     }
-    free(c.b);
+    if (cached)
+        __atomic_store_n(&prog->busy, 0, __ATOMIC_RELEASE);
+    else
+        free(c.b);
     if (bounds.buf) PyBuffer_Release(&bounds);
     PyBuffer_Release(&data);
     return result;
