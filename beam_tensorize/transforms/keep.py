@@ -15,8 +15,10 @@ from beam_tensorize.kernels.spill import SpillWriter, read_spill
 
 __all__ = ["KEPT_FILE_BYTES", "KeepBatches"]
 
-#: A file of kept batches is closed at the next input split past this many bytes.
-KEPT_FILE_BYTES = 256 * 2**20
+#: A file of kept batches is closed at the next input split past this many bytes: with the
+#: default split size each split gets a file of its own, so that the steps reading them back
+#: spread over the workers split by split (one 256 MiB file of several splits left a worker idle).
+KEPT_FILE_BYTES = 64 * 2**20
 
 
 class KeepBatches(beam.PTransform):
