@@ -5,7 +5,8 @@ hashing work, on the same Avro input, in the same run.
   worker) with `benchmarks/tft_config.json`: the bundled config without its name-term-value
   vector (TF Transform has no counterpart), i.e. userId, movieId, lower-cased genres, 30 latent
   factors, numGenres, genreIds (a feature list), movieBucket (hashed movieId, 1000 buckets),
-  response. Train mode: the input is read twice (feature-list counting, then everything).
+  response. Train mode: the input is read once, its extracted batches kept on disk while the
+  feature lists are counted (the default for a local output).
 * **tft** — `tft_beam.AnalyzeAndTransformDataset` with `output_record_batches=True` on the same
   DirectRunner settings: the Avro input is read into Arrow record batches by our reader and
   its raw columns (the same `columnExpr`s, extracted by `ExtractFeatures`) are handed to TF
