@@ -73,6 +73,8 @@ def test_a_stray_value_after_a_beam_switch_is_refused(tmp_path, capsys):
         ("--input_format", "xml", "argument --input_format: invalid choice: 'xml' (choose from 'auto', 'avro', 'orc', 'parquet', 'tfrecord')"),
         ("--num_shards", "x", "argument --num_shards: invalid int value: 'x'"),
         ("--output_format", "csv", "argument --output_format: invalid choice: 'csv' (choose from 'tfrecord', 'parquet', 'avro')"),
+        ("--input_passes", "3", "argument --input_passes: invalid choice: 3 (choose from 1, 2)"),
+        ("--input_passes", "once", "argument --input_passes: invalid int value: 'once'"),
     ],
 )  # fmt: skip
 def test_a_bad_flag_value_is_one_line(tmp_path, capsys, flag, value, message):
