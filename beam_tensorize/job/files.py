@@ -92,7 +92,6 @@ class _LazyWriter:
     def __init__(self, path: str):
         self._path = path
         self._file = None
-        self.closed = False
 
     def write(self, data) -> int:
         if not len(data):
@@ -106,9 +105,6 @@ class _LazyWriter:
             self._file.flush()
 
     def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
         if self._file is not None:
             self._file.close()
         elif self._path.startswith("s3://"):

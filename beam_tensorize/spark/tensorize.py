@@ -8,17 +8,18 @@ Spark task reads its input splits itself (`beam_tensorize.job.reading`), or, wit
 1. train mode: read only the columns feature lists are made of, extract those tensors and
    count each batch's entries (`partial_counts`); reading the input once (`input_passes`,
    by default on a local disk, without `num_shards`), read every column, extract the
-   tensors, count, and keep each split's extracted batches in a file (`_kept`); Spark sums the counts per entry, then each
-   list's entries meet on one executor, where `build_feature_list` orders the list and cuts
-   it to its `vocabSizeCap`. Validation / test mode loads the lists of an earlier train run
-   instead; external lists override both (`_feature_lists`).
-2. read everything (or a split's kept batches), extract, hash, look up the lists (broadcast), encode Examples (bad rows
-   become dead letters); each task writes the records of its input split into files of its
-   own under `<split>/_temporary/<id>/` (`SplitFiles`, as the Beam sink does): no shuffle.
-   With `num_shards`, records get their folder and shard as the Beam `WriteTFRecord` does
-   (`shard_chunks`), Spark shuffles them by (folder, shard) and sorts them in the Beam sink's
-   file order, and one task writes each file (`_encode`, `_write`; the rows the tasks hand
-   on: `_tasks`).
+   tensors, count, and keep each split's extracted batches in a file (`_kept`). Spark sums
+   the counts per entry, then each list's entries meet on one executor, where
+   `build_feature_list` orders the list and cuts it to its `vocabSizeCap`. Validation / test
+   mode loads the lists of an earlier train run instead; external lists override both
+   (`_feature_lists`).
+2. read everything (or a split's kept batches), extract, hash, look up the lists (broadcast),
+   encode Examples (bad rows become dead letters); each task writes the records of its input
+   split into files of its own under `<split>/_temporary/<id>/` (`SplitFiles`, as the Beam
+   sink does): no shuffle. With `num_shards`, records get their folder and shard as the Beam
+   `WriteTFRecord` does (`shard_chunks`), Spark shuffles them by (folder, shard) and sorts
+   them in the Beam sink's file order, and one task writes each file (`_encode`, `_write`;
+   the rows the tasks hand on: `_tasks`).
 3. the driver finishes with the Beam job's own steps: dead letters and the bad-record check,
    the run report (staged), then one commit (save modes; split files named in split order) of
    the data, metadata, feature lists, report and dead letters, `_SUCCESS` last (`_finish`).

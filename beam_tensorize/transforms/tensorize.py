@@ -301,7 +301,7 @@ class Tensorize(beam.PTransform):
         if spec.execution_mode == "train" and not spec.feature_list_keys:  # no tensor gets a list
             empty = beam.Create([]).with_output_types(pa.RecordBatch)
             counted = batches.pipeline | "NothingToCount" >> empty
-        elif spec.keeps_batches and counted is None:
+        elif spec.keeps_batches:  # (then nothing was read for counting)
             counted = extracted  # hashing does not change the tensors that get lists
             extracted = extracted | "KeepForFeatureLists" >> KeepBatches(kept_folder(spec.output, run))
         # With a report, its statistics take what the hashing step hashed (each value hashed once).
