@@ -23,15 +23,18 @@ import posixpath
 import sys
 from collections.abc import Sequence
 
-import apache_beam as beam
+from pipelines.startup import collector_paused
 
-from beam_tensorize.job.files import list_files, read_text
-from beam_tensorize.job.finish import SPLIT_FOLDERS
-from beam_tensorize.job.metadata import read_metadata
-from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
-from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
-from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
-from pipelines.arguments import OneLineParser, refuse_unknown_arguments
+with collector_paused():  # see pipelines/startup.py
+    import apache_beam as beam
+
+    from beam_tensorize.job.files import list_files, read_text
+    from beam_tensorize.job.finish import SPLIT_FOLDERS
+    from beam_tensorize.job.metadata import read_metadata
+    from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
+    from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
+    from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
+    from pipelines.arguments import OneLineParser, refuse_unknown_arguments
 
 __all__ = ["main"]
 

@@ -21,36 +21,44 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TestOptions
+from pipelines.startup import collector_paused
 
-from beam_tensorize import __version__
-from beam_tensorize.config import ConfigError, load_config
-from beam_tensorize.job.daily import daily_inputs
-from beam_tensorize.job.finish import ignoring_existing
-from beam_tensorize.job.preflight import (
-    RunLock,
-    check_feature_lists,
-    check_inputs_found,
-    check_output_place,
-    check_output_writable,
-    check_same_config,
-    remove_stale_temporaries,
-)
-from beam_tensorize.job.report import page_renderer
-from beam_tensorize.job.spec import SettingError, TensorizeSpec
-from beam_tensorize.progress import (
-    PROGRESS_ENV,
-    ProgressReporter,
-    read_progress,
-    read_result,
-    record_result,
-)
-from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
-from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
-from beam_tensorize.transforms import Tensorize
-from pipelines import avro2tf_flags, console, flags
-from pipelines.arguments import OneLineParser, help_hint, refuse_unknown_arguments
+with collector_paused():  # see pipelines/startup.py
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import (
+        DirectOptions,
+        PipelineOptions,
+        StandardOptions,
+        TestOptions,
+    )
+
+    from beam_tensorize import __version__
+    from beam_tensorize.config import ConfigError, load_config
+    from beam_tensorize.job.daily import daily_inputs
+    from beam_tensorize.job.finish import ignoring_existing
+    from beam_tensorize.job.preflight import (
+        RunLock,
+        check_feature_lists,
+        check_inputs_found,
+        check_output_place,
+        check_output_writable,
+        check_same_config,
+        remove_stale_temporaries,
+    )
+    from beam_tensorize.job.report import page_renderer
+    from beam_tensorize.job.spec import SettingError, TensorizeSpec
+    from beam_tensorize.progress import (
+        PROGRESS_ENV,
+        ProgressReporter,
+        read_progress,
+        read_result,
+        record_result,
+    )
+    from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
+    from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
+    from beam_tensorize.transforms import Tensorize
+    from pipelines import avro2tf_flags, console, flags
+    from pipelines.arguments import OneLineParser, help_hint, refuse_unknown_arguments
 
 __all__ = ["DEFAULT_OUTPUT", "TensorizeOptions", "build_pipeline", "main"]
 
