@@ -24,9 +24,14 @@ from __future__ import annotations
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from beam_tensorize.runners._compat import CachedViewOptions, cache_dofn_specs, fn_api_runner
+from beam_tensorize.runners._compat import (
+    CachedViewOptions,
+    cache_dofn_specs,
+    fn_api_runner,
+    prompt_state_samplers,
+)
 
-__all__ = ["cache_dofn_specs", "direct_runner_for", "job_options"]
+__all__ = ["cache_dofn_specs", "direct_runner_for", "job_options", "prompt_state_samplers"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}

@@ -334,6 +334,10 @@ def test_the_beam_internals_the_runner_uses_are_there():
     from apache_beam.transforms import userstate
 
     assert list(inspect.signature(userstate.get_dofn_specs).parameters) == ["dofn"], "get_dofn_specs moved"
+    from apache_beam.runners.worker import statesampler
+
+    sampling = inspect.signature(statesampler.StateSampler).parameters
+    assert list(sampling)[-1] == "sampling_period_ms", "StateSampler(sampling_period_ms=) moved"
     assert "_all_options" in inspect.getsource(PipelineOptions.view_as), (
         "view_as no longer shares _all_options"
     )
