@@ -23,9 +23,9 @@ import posixpath
 import sys
 from collections.abc import Sequence
 
-from pipelines.startup import collector_paused
+from pipelines.startup import command_imports
 
-with collector_paused():  # see pipelines/startup.py
+with command_imports():  # see pipelines/startup.py
     import apache_beam as beam
 
     from beam_tensorize.job.files import list_files, read_text

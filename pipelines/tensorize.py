@@ -21,9 +21,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from pipelines.startup import collector_paused
+from pipelines.startup import command_imports
 
-with collector_paused():  # see pipelines/startup.py
+with command_imports():  # see pipelines/startup.py
     import apache_beam as beam
     from apache_beam.options.pipeline_options import (
         DirectOptions,
