@@ -23,9 +23,9 @@ import posixpath
 import sys
 from collections.abc import Sequence
 
-from pipelines.startup import command_imports
+from beam_tensorize.runners.startup import command_imports
 
-with command_imports():  # see pipelines/startup.py
+with command_imports():  # see beam_tensorize/runners/startup.py
     import apache_beam as beam
 
     from beam_tensorize.job.files import list_files, read_text

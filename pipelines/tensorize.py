@@ -21,9 +21,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from pipelines.startup import command_imports
+from beam_tensorize.runners.startup import command_imports
 
-with command_imports():  # see pipelines/startup.py
+with command_imports():  # see beam_tensorize/runners/startup.py
     import apache_beam as beam
     from apache_beam.options.pipeline_options import (
         DirectOptions,

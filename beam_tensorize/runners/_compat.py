@@ -5,6 +5,9 @@ loudly, naming them, when a Beam release moves them).
   in-process runner, built as Beam's `DirectRunner` builds it, without its Prism attempt
   (`direct.direct_runner_for`);
 * `JobServiceHandle.encode_pipeline_options`: the pipeline options its SDK workers get;
+* in `multi_processing` mode, its workers' environment: a `python_urns.SUBPROCESS_SDK`
+  environment whose payload is the command `python -m apache_beam.runners.worker.sdk_worker_main`
+  (replaced by `subprocess_worker.COMMAND` before the run);
 * `PipelineOptions.view_as` builds each view over the options' shared `_all_options` dict
   (`CachedViewOptions` keeps one view per class instead of parsing the flags again);
 * `userstate.get_dofn_specs`, which every stage's set-up calls for each of its DoFns
@@ -14,6 +17,9 @@ loudly, naming them, when a Beam release moves them).
 """
 
 from __future__ import annotations
+
+import functools
+import sys
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
@@ -49,7 +55,8 @@ class CachedViewOptions(PipelineOptions):
 
 def fn_api_runner(options: PipelineOptions) -> PipelineRunner:
     """Beam's FnApiRunner whose SDK workers (worker processes in multi_processing mode) get
-    `options`, as Beam's DirectRunner sets it up."""
+    `options`, as Beam's DirectRunner sets it up; its worker processes start as
+    `subprocess_worker.COMMAND`."""
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.runners.portability.portable_runner import JobServiceHandle
@@ -58,7 +65,32 @@ def fn_api_runner(options: PipelineOptions) -> PipelineRunner:
     provision = fn_runner.ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
     )
-    return fn_runner.FnApiRunner(provision_info=provision)
+    return _runner_class(fn_runner.FnApiRunner)(provision_info=provision)
+
+
+#: The command Beam's FnApiRunner starts its worker processes with (`multi_processing`).
+BEAM_WORKER_COMMAND = f"{sys.executable} -m apache_beam.runners.worker.sdk_worker_main"
+
+
+@functools.cache
+def _runner_class(base: type) -> type:
+    from apache_beam.portability import python_urns
+
+    from beam_tensorize.runners.subprocess_worker import COMMAND
+
+    class FnApiRunner(base):
+        """Beam's FnApiRunner, its worker processes started as `subprocess_worker.COMMAND`."""
+
+        def run_via_runner_api(self, pipeline_proto, options):
+            for environment in pipeline_proto.components.environments.values():
+                if (
+                    environment.urn == python_urns.SUBPROCESS_SDK
+                    and environment.payload == BEAM_WORKER_COMMAND.encode()
+                ):
+                    environment.payload = COMMAND.encode()
+            return super().run_via_runner_api(pipeline_proto, options)
+
+    return FnApiRunner
 
 
 def cache_dofn_specs() -> None:

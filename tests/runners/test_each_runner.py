@@ -137,6 +137,32 @@ def test_direct_multi_processing(baseline, tmp_path):
     _assert_same_output(baseline, out)
 
 
+def _worker_facts(_):
+    import gc
+
+    main_module = sys.modules["__main__"]
+    return (
+        main_module.__spec__.name,
+        gc.get_freeze_count() > 0,
+        gc.isenabled(),
+        os.environ.get("OPENBLAS_NUM_THREADS"),
+    )
+
+
+def test_multi_processing_workers_start_as_the_commands_do(tmp_path):
+    """The runner's worker processes run Beam's SDK harness through `subprocess_worker`: its
+    imports frozen out of the garbage collector's sight, which still runs."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_tensorize.runners.direct import direct_runner_for, job_options
+
+    options = job_options(["--direct_running_mode", "multi_processing", "--direct_num_workers", "1"])
+    with beam.Pipeline(runner=direct_runner_for(options), options=options) as p:
+        facts = p | beam.Create([0]) | beam.Map(_worker_facts)
+        assert_that(facts, equal_to([("beam_tensorize.runners.subprocess_worker", True, True, "1")]))
+
+
 def test_portable_runner_loopback(baseline, job_service, tmp_path):
     out = tmp_path / "out"
     args = [
@@ -336,6 +362,11 @@ def test_the_beam_internals_the_runner_uses_are_there():
     assert list(inspect.signature(userstate.get_dofn_specs).parameters) == ["dofn"], "get_dofn_specs moved"
     from apache_beam.runners.worker import statesampler
 
+    from beam_tensorize.runners._compat import BEAM_WORKER_COMMAND
+
+    assert BEAM_WORKER_COMMAND.split(" -m ")[1] in inspect.getsource(fn_runner.FnApiRunner.run_pipeline), (
+        "the FnApiRunner's worker command changed"
+    )
     sampling = inspect.signature(statesampler.StateSampler).parameters
     assert list(sampling)[-1] == "sampling_period_ms", "StateSampler(sampling_period_ms=) moved"
     assert "_all_options" in inspect.getsource(PipelineOptions.view_as), (

@@ -1,4 +1,5 @@
-"""What a command does around its imports (`with command_imports(): import ...`).
+"""What a command, and each worker process of its in-process runner, does around its imports
+(`with command_imports(): import ...`).
 
 * **The garbage collector paused, then what the imports made frozen.** Importing Beam,
   pyarrow and this package creates about a million Python objects that live as long as the

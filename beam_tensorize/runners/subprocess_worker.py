@@ -1,0 +1,29 @@
+"""The worker processes of the in-process runner in `multi_processing` mode: Beam's SDK harness
+(`apache_beam.runners.worker.sdk_worker_main`), imported with the garbage collector paused and
+then frozen, as the commands import (see `startup`). `direct.direct_runner_for` starts its
+workers with this module instead of Beam's; the harness reads its settings from the
+environment the runner gives it, as Beam's does.
+
+    python -m beam_tensorize.runners.subprocess_worker
+"""
+
+from __future__ import annotations
+
+import sys
+
+from beam_tensorize.runners.startup import command_imports
+
+__all__ = ["COMMAND", "main"]
+
+#: The command line the runner starts each worker process with.
+COMMAND = f"{sys.executable} -m beam_tensorize.runners.subprocess_worker"
+
+
+def main(argv: list[str] | None = None) -> None:
+    with command_imports():
+        from apache_beam.runners.worker import sdk_worker_main
+    sdk_worker_main.main(sys.argv if argv is None else argv)
+
+
+if __name__ == "__main__":
+    main()
