@@ -1,8 +1,8 @@
-"""The worker processes of the in-process runner in `multi_processing` mode: Beam's SDK harness
-(`apache_beam.runners.worker.sdk_worker_main`), imported with the garbage collector paused and
-then frozen, as the commands import (see `startup`). `direct.direct_runner_for` starts its
-workers with this module instead of Beam's; the harness reads its settings from the
-environment the runner gives it, as Beam's does.
+"""Beam's SDK harness (`apache_beam.runners.worker.sdk_worker_main`), imported with the garbage
+collector paused and then frozen, as the commands import (see `startup`). The in-process
+runner of `direct.direct_runner_for` starts its `multi_processing` workers with this module
+instead of Beam's, and `worker_boot` (the worker pool's entry point) runs it; the harness reads
+its settings from the environment it is given, as Beam's does.
 
     python -m beam_tensorize.runners.subprocess_worker
 """

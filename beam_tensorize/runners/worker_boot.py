@@ -5,7 +5,8 @@ options, so options the workers need (S3 or GCS settings, log levels, experiment
 arrive, and `python` may not be the interpreter that has this package. Started as the pool's
 container executable, this entry point follows the SDK container contract instead: it asks
 the runner's provision service for the job's pipeline options and runs the SDK harness with
-them, in the interpreter it was installed with.
+them, in the interpreter it was installed with (as `subprocess_worker` starts it: its imports
+frozen out of the garbage collector's sight).
 
     python -m apache_beam.runners.worker.worker_pool_main --service_port=50000 \\
         --container_executable="$(command -v beam-tensorize-worker)"
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     if args.semi_persist_dir:
         environment["SEMI_PERSISTENT_DIRECTORY"] = args.semi_persist_dir
-    command = [sys.executable, "-m", "apache_beam.runners.worker.sdk_worker_main"]
+    command = [sys.executable, "-m", "beam_tensorize.runners.subprocess_worker"]  # Beam's SDK harness
     os.execve(sys.executable, command, environment)
 
 
