@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from beam_tensorize.job.commit import SAVE_MODES
+from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.finish import EXECUTION_MODES
 from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.kernels import formats
@@ -18,6 +19,7 @@ __all__ = [
     "SETTING_FLAGS",
     "add_flags",
     "flag_of",
+    "paths",
     "shared_groups",
     "split_groups",
     "split_names",
@@ -44,11 +46,26 @@ def flag_of(setting: str) -> str:
     return SETTING_FLAGS.get(setting, "--" + setting)
 
 
+def paths(value: str) -> str:
+    """A path flag's value with each `file:` URI in it (of a comma-separated list) as the local
+    path it names, as Spark and Hadoop users write local paths.
+
+    Example:
+        >>> paths("file:///data/a.avro,gs://b/c.avro")
+        '/data/a.avro,gs://b/c.avro'
+    """
+    try:
+        return ",".join(local_path(part) for part in value.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 # One flat list of flag definitions and no logic: it reads best whole, in --help's order.
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """Add the job's flags to `parser`."""
     parser.add_argument(
         "--input",
+        type=paths,
         default=None,
         help="Input files: a file, glob or comma-separated list of them (local, gs://, "
         "s3://). With neither --input nor --config, the bundled MovieLens sample is used.",
@@ -75,12 +92,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--config",
+        type=paths,
         default=None,
         help="Avro2TF-style tensor config (.json, .yaml/.yml or .conf/.hocon). With "
         "neither --input nor --config, the bundled sample's config is used.",
     )
     parser.add_argument(
         "--output",
+        type=paths,
         default=None,
         help=f"Output folder. Default: ./{DEFAULT_OUTPUT} (only for the bundled sample).",
     )
@@ -158,6 +177,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--external_feature_lists",
+        type=paths,
         default=None,
         help="Folder of ready feature lists (one file per tensor, named like the tensor, one "
         "entry per line) used instead of building them; a file named after no tensor is an error.",

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["FileMetadata", "FileSystems", "MatchResult", "translate_pattern"]
+__all__ = ["FileMetadata", "FileSystems", "MatchResult", "local_path", "translate_pattern"]
 
 
 class FileMetadata(NamedTuple):
@@ -38,6 +38,31 @@ class MatchResult(NamedTuple):
 
 #: Names whose suffix makes Beam's `open` / `create` (de)compress (`CompressionTypes.AUTO`).
 _COMPRESSED_SUFFIXES = (".bz2", ".deflate", ".gz", ".zst", ".zstd", ".xz", ".lzma")
+
+
+def local_path(path: str) -> str:
+    """A `file:` URI (Spark's and Hadoop's way to name a local file) as the local path it names;
+    any other path as it is. Beam's file systems know no `file` scheme.
+
+    Example:
+        >>> local_path("file:///data/day=1/*.avro"), local_path("file:/data"), local_path("gs://b/x")
+        ('/data/day=1/*.avro', '/data', 'gs://b/x')
+        >>> local_path("file://other-host/data")
+        Traceback (most recent call last):
+        ...
+        ValueError: file://other-host/data: a file URI of another host (other-host); give a path of this machine's file system
+    """
+    if not path.startswith("file:/"):
+        return path
+    rest = path[len("file:") :]
+    if not rest.startswith("//"):  # file:/data (Hadoop)
+        return rest
+    host, slash, tail = rest[2:].partition("/")
+    if host not in ("", "localhost"):
+        raise ValueError(
+            f"{path}: a file URI of another host ({host}); give a path of this machine's file system"
+        )
+    return slash + tail
 
 
 def _is_local(path: str) -> bool:

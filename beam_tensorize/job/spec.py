@@ -29,6 +29,7 @@ from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SAVE_MODES
 from beam_tensorize.job.feature_lists import feature_list_groups
+from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS
 from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.kernels import formats
@@ -100,7 +101,8 @@ class TensorizeSpec:
 
     Attributes:
         config: the parsed config (a path is loaded).
-        output: the output folder (local, gs://, s3://, ...).
+        output: the output folder (local, gs://, s3://, ...; a `file:` URI is read as the
+            local path it names, here and in `inputs`, `config` and `external_feature_lists`).
         inputs: input files or globs, read by `Tensorize` applied to the pipeline and by
             `tensorize_spark` (a `Tensorize` applied to record batches needs none).
         input_format: "auto", "avro", "parquet", "orc" or "tfrecord".
@@ -222,7 +224,7 @@ class TensorizeSpec:
     def _check_config(self) -> None:
         config = self.config
         if isinstance(config, (str, os.PathLike)):
-            config = load_config(os.fspath(config))
+            config = load_config(local_path(os.fspath(config)))
         if not isinstance(config, TensorizeConfig):
             raise TypeError(
                 f"config must be a TensorizeConfig or a config file path, got {type(config).__name__}"
@@ -232,11 +234,13 @@ class TensorizeSpec:
     def _check_output_and_inputs(self) -> None:
         if not isinstance(self.output, str) or not self.output.strip():
             raise TypeError(f"output must be a non-empty folder path, got {self.output!r}")
-        self._set("output", self.output.rstrip("/") or "/")
+        self._set("output", local_path(self.output).rstrip("/") or "/")
         inputs = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs)
         if not all(isinstance(p, str) and p.strip() for p in inputs):
             raise ValueError(f"inputs must be non-empty file patterns, got {list(inputs)!r}")
-        self._set("inputs", inputs)
+        self._set("inputs", tuple(local_path(p) for p in inputs))
+        if isinstance(self.external_feature_lists, str):
+            self._set("external_feature_lists", local_path(self.external_feature_lists))
 
     def _check_modes(self) -> None:
         """The input format and the execution mode (Avro2TF's names accepted)."""

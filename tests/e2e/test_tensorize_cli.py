@@ -169,6 +169,28 @@ def test_sample_run_twice_is_byte_identical_and_prints_a_summary(sample_run, tmp
         assert (sample_run / rel).read_bytes() == (tmp_path / "first" / rel).read_bytes(), rel
 
 
+def test_file_uris_name_local_paths_as_in_spark(sample_run, tmp_path, capsys):
+    """`file:///...` (and Hadoop's `file:/...`) paths, as Spark and Avro2TF users write them,
+    read and write the local files they name; the output is the sample run's."""
+    from beam_tensorize.sample import SAMPLE_CONFIG
+
+    out = tmp_path / "out"
+    args = ["--input", "file://" + SAMPLE_AVRO, "--config", "file:" + SAMPLE_CONFIG, "--output", f"file://{out}",
+            "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    for rel in ["trainingData/part-00000-of-00001.tfrecord", "metadata/tensor_metadata.json",
+                "featureList/genreIds", "featureList/genreVector"]:  # fmt: skip
+        assert (out / rel).read_bytes() == (sample_run / rel).read_bytes(), rel
+    capsys.readouterr()
+    assert (
+        main(["--input", "file://elsewhere/data.avro", "--config", SAMPLE_CONFIG, "--output", str(out)]) == 2
+    )
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "error: argument --input: file://elsewhere/data.avro: a file URI of another host (elsewhere); give a "
+        "path of this machine's file system; run 'python -m pipelines.tensorize --help' for the flags"
+    )
+
+
 def test_input_without_config_is_rejected(tmp_path, capsys):
     assert main(["--input", SAMPLE_AVRO, "--output", str(tmp_path / "out")]) == 2
     assert (

@@ -563,6 +563,18 @@ def test_refused_types(overrides, message):
     assert str(raised.value) == message
 
 
+def test_file_uris_are_the_local_paths_they_name():
+    spec = make_spec(output="file:///tmp/out/", inputs=["file:/data/*.avro", "gs://b/x.avro"],
+                     external_feature_lists="file://localhost/lists")  # fmt: skip
+    assert (spec.output, spec.inputs, spec.external_feature_lists) == (
+        "/tmp/out",
+        ("/data/*.avro", "gs://b/x.avro"),
+        "/lists",
+    )
+    with pytest.raises(ValueError, match=r"^file://host/out: a file URI of another host \(host\)"):
+        make_spec(output="file://host/out")
+
+
 @pytest.mark.parametrize(
     "overrides, reads, keeps",
     [
