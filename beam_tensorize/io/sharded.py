@@ -24,6 +24,7 @@ from beam_tensorize.job.commit import (
     check_target,
     commit_files,
 )
+from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.files import create_file
 from beam_tensorize.kernels.output import check_output_format, get_output_format
 from beam_tensorize.kernels.output.shards import ROWS, order_chunks, shard_chunks
@@ -78,7 +79,7 @@ class WriteShardedFiles(beam.PTransform):
         partition_by = tuple(partition_by)
         if len(set(partition_by)) != len(partition_by) or not all(partition_by):
             raise ValueError(f"{name}: partition_by {list(partition_by)} repeats or has an empty name")
-        self._directory = directory.rstrip("/")
+        self._directory = local_path(directory).rstrip("/")
         self._file_format = file_format
         self._num_shards = num_shards
         self._compression = compression

@@ -13,6 +13,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.display import DisplayDataItem
 
 from beam_tensorize import metrics
+from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.files import match_files, open_file
 from beam_tensorize.job.reading import file_schema, read_split_batches, unify_file_schemas
 from beam_tensorize.kernels import formats
@@ -88,7 +89,7 @@ class ReadTable(beam.PTransform):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: {arg} must be a positive integer, got {value!r}")
         self._format = None if format == AUTO else formats.get_format(format)
-        self._patterns = patterns
+        self._patterns = [local_path(p) for p in patterns]
         self._columns = None if columns is None else columns if callable(columns) else list(columns)
         self._batch_rows = batch_rows
         self._split_bytes = split_bytes

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.files import list_files, open_file
 from beam_tensorize.kernels.arrow_types import DEFAULT_BATCH_ROWS
 from beam_tensorize.kernels.partitions import infer_partition_column, parse_partition_path
@@ -54,6 +55,7 @@ class TFRecordFiles(NamedTuple):
     @classmethod
     def find(cls, path: str) -> TFRecordFiles:
         """Lists a file, a glob or a folder (recursively)."""
+        path = local_path(path)
         path = path.rstrip("/") if len(path) > 1 else path
         if "://" not in path:
             path = os.path.abspath(path)  # the file system lists local files by absolute path

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+
+from beam_tensorize.job.file_systems import local_path
 
 
 def lowered(options: Mapping) -> dict[str, str]:
-    """The options with lower-case names (Spark matches option names case-insensitively)."""
-    return {str(name).lower(): value for name, value in dict(options).items()}
+    """The options with lower-case names (Spark matches option names case-insensitively), and
+    the paths of `.load` / `.save` with `file:` URIs as the local paths they name.
+
+    Example:
+        >>> lowered({"recordType": "Example", "path": "file:///data/out"})
+        {'recordtype': 'Example', 'path': '/data/out'}
+    """
+    opts = {str(name).lower(): value for name, value in dict(options).items()}
+    if isinstance(opts.get("path"), str):
+        opts["path"] = local_path(opts["path"])
+    if isinstance(opts.get("paths"), str):  # a JSON list, as Spark passes several
+        opts["paths"] = json.dumps(
+            [local_path(p) if isinstance(p, str) else p for p in json.loads(opts["paths"])]
+        )
+    return opts
 
 
 def check_known(opts: Mapping[str, str], known: Iterable[str], source: str, doing: str) -> None:

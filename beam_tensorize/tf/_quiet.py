@@ -6,6 +6,7 @@ operation:
 
     WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
     I0000 ... cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.
+    I0000 ... port.cc:153] oneDNN custom operations are on. You may see slightly different ...
     E0000 ... cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: ...
 
 `import_tensorflow` imports TensorFlow and lists its GPUs (which makes the cuInit call, once per
@@ -31,10 +32,12 @@ from collections.abc import Iterator
 
 __all__ = ["NOISE", "import_tensorflow", "without_noise"]
 
-#: The lines dropped: TensorFlow's notes that there is no CUDA driver.
+#: The lines dropped: TensorFlow's notes that there is no CUDA driver, and its note (on CPUs
+#: with AVX-512 and the like) that its oneDNN kernels are on.
 NOISE = re.compile(
     rb"All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     rb"|cudart_stub\.cc:\d+\] Could not find cuda drivers"
+    rb"|port\.cc:\d+\] oneDNN custom operations are on"
     rb"|failed call to cuInit"
 )
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
+from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.transaction import recover
 from beam_tensorize.kernels.metadata import SPLIT_FOLDERS
 from beam_tensorize.tf._compat import parse_example
@@ -25,7 +26,7 @@ _DTYPES = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}
 
 def load_metadata(output_dir: str) -> dict:
     """The `metadata/tensor_metadata.json` document of an output folder."""
-    path = posixpath.join(output_dir.rstrip("/"), "metadata", "tensor_metadata.json")
+    path = posixpath.join(local_path(output_dir).rstrip("/"), "metadata", "tensor_metadata.json")
     with tf.io.gfile.GFile(path, "r") as f:
         return json.load(f)
 
@@ -90,7 +91,7 @@ def committed_split(output_dir: str, split: str) -> tuple[str, str, dict, dict]:
     Raises:
         ValueError: the output has no `_SUCCESS`, or no such split.
     """
-    root = output_dir.rstrip("/")
+    root = local_path(output_dir).rstrip("/")
     folder = SPLIT_FOLDERS.get(split, split)
     recover(root)  # a commit a killed run left: finished first (its new output is complete)
     if not tf.io.gfile.exists(posixpath.join(root, "_SUCCESS")):

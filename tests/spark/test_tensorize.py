@@ -985,3 +985,15 @@ def test_tfrecord_source_takes_partition_by_and_every_spark_save_mode(spark, tmp
         (2, "b", 3.0),
         (3, "a", None),
     ]
+
+
+def test_the_data_sources_take_file_uris_as_spark_users_write_them(spark, tmp_path):
+    """`.save("file:///...")` and `.load("file:/...")`, Spark's own spellings of local paths."""
+    register_data_sources(spark)
+    rows = spark.createDataFrame([(1, "a"), (2, "b")], "id bigint, name string").coalesce(1)
+    rows.write.format("tfrecord").mode("overwrite").save(f"file://{tmp_path}/out")
+    assert sorted(os.listdir(tmp_path / "out")) == ["_SUCCESS", "part-00000-of-00001.tfrecord"]
+    back = spark.read.format("tfrecord").load(f"file:{tmp_path}/out")
+    assert sorted((r.id, r.name) for r in back.collect()) == [(1, "a"), (2, "b")]
+    with pytest.raises(Exception, match="a file URI of another host"):
+        spark.read.format("tfrecord").load("file://elsewhere/out").collect()
