@@ -29,7 +29,7 @@ from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.commit import SAVE_MODES
 from beam_tensorize.job.feature_lists import feature_list_groups
-from beam_tensorize.job.file_systems import local_path
+from beam_tensorize.job.file_systems import _is_local, local_path
 from beam_tensorize.job.finish import EXECUTION_MODES, SPLIT_FOLDERS
 from beam_tensorize.job.report import REPORT_FORMATS
 from beam_tensorize.kernels import formats
@@ -413,7 +413,7 @@ class TensorizeSpec:
         if self.execution_mode != "train" or self.skip_conversion:
             return 1
         if self.input_passes is None:
-            return 1 if "://" not in self.output or self.output.startswith("file://") else 2
+            return 1 if _is_local(self.output) else 2
         return self.input_passes
 
     @property

@@ -50,6 +50,7 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from beam_tensorize.config.errors import TensorizeError
+from beam_tensorize.job.file_systems import _is_local
 from beam_tensorize.job.files import (
     FileSystems,
     create_file,
@@ -102,10 +103,6 @@ def _reached(point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if fault_hook is not None:
         fault_hook(point)
-
-
-def _is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
 
 
 def staging_folder(output: str, run: str) -> str:
