@@ -25,8 +25,8 @@ times (best wall kept):
 * the library's kernel without Beam (`plan_splits`, `unified_schema`, `read_split_batches`);
 * the library's Beam transform (`ReadParquet` / `ReadOrc`, in-process DirectRunner: the
   FnApiRunner of `direct_runner_for`) followed by a step that only counts rows; and the same
-  with the command-line jobs' setup (`cache_dofn_specs`: Beam reads each DoFn's signatures
-  once, not ~20 times).
+  with the command-line jobs' setup (`command_setup`: Beam reads each DoFn's signatures
+  once, not ~20 times; bundles end without waiting for their state sampler).
 
 Rows/s and the read's wall and CPU seconds are timed in the child after its imports (the
 process's own totals, from `os.wait4`, are printed beside them); the ratio is rows/s of each
@@ -181,10 +181,10 @@ def read_rows(case: str, input_format: str, path: str, columns: list[str]) -> in
     import apache_beam as beam
 
     from beam_tensorize.io import ReadOrc, ReadParquet
-    from beam_tensorize.runners.direct import cache_dofn_specs, direct_runner_for, job_options
+    from beam_tensorize.runners.direct import command_setup, direct_runner_for, job_options
 
     if case == "library Beam, CLI setup":
-        cache_dofn_specs()  # as the command-line jobs do
+        command_setup()  # as the command-line jobs do
     reader = ReadParquet if input_format == "parquet" else ReadOrc
     options = job_options([])
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,12 +32,7 @@ with command_imports():  # see beam_tensorize/runners/startup.py
     from beam_tensorize.job.finish import SPLIT_FOLDERS
     from beam_tensorize.job.metadata import read_metadata
     from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
-    from beam_tensorize.runners.direct import (
-        cache_dofn_specs,
-        direct_runner_for,
-        job_options,
-        prompt_state_samplers,
-    )
+    from beam_tensorize.runners.direct import command_setup, direct_runner_for, job_options
     from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
     from pipelines.arguments import OneLineParser, refuse_unknown_arguments
 
@@ -179,8 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--num_output_files must be a positive number (or -1), got {options.num_output_files}"
             )
         output = options.output or options.output_data_path
-        cache_dofn_specs()
-        prompt_state_samplers()
+        command_setup()
         pipeline_options = job_options(beam_args)
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
         _ = pipeline | PrepRankingData(

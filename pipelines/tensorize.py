@@ -54,12 +54,7 @@ with command_imports():  # see beam_tensorize/runners/startup.py
         read_result,
         record_result,
     )
-    from beam_tensorize.runners.direct import (
-        cache_dofn_specs,
-        direct_runner_for,
-        job_options,
-        prompt_state_samplers,
-    )
+    from beam_tensorize.runners.direct import command_setup, direct_runner_for, job_options
     from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
     from beam_tensorize.transforms import Tensorize
     from pipelines import avro2tf_flags, console, flags
@@ -242,8 +237,7 @@ def _main(argv: Sequence[str] | None) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     log_path = console.configure_logging(verbose)
-    cache_dofn_specs()
-    prompt_state_samplers()
+    command_setup()
     pipeline_options = job_options(argv)
     options = pipeline_options.view_as(TensorizeOptions)
     with contextlib.ExitStack() as run_owns:  # the page renderer, from the graph's building on

@@ -31,7 +31,7 @@ from beam_tensorize.runners._compat import (
     prompt_state_samplers,
 )
 
-__all__ = ["cache_dofn_specs", "direct_runner_for", "job_options", "prompt_state_samplers"]
+__all__ = ["command_setup", "direct_runner_for", "job_options"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
@@ -42,6 +42,14 @@ def job_options(argv: list[str]) -> PipelineOptions:
     `view_as` keeps one view per options class (Beam parses the flags again on every call,
     hundreds of times while a job graph is built)."""
     return CachedViewOptions(argv)
+
+
+def command_setup() -> None:
+    """What the command-line jobs change in Beam before they build a job: DoFn specs read once
+    per DoFn class (`cache_dofn_specs`) and bundles' state samplers that wake within 20 ms
+    (`prompt_state_samplers`). A process that never calls it keeps Beam's behaviour."""
+    cache_dofn_specs()
+    prompt_state_samplers()
 
 
 def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:
