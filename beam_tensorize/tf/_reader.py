@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from beam_tensorize.tf._chunks import Layout
+from beam_tensorize.tf._compat import single_device
 from beam_tensorize.tf._files import (
     _Dedup,
     _file_batches,
@@ -140,6 +141,7 @@ class _Reader:
             num_parallel_reads = min(len(self._names or ()), os.cpu_count() or 1) or 1
         self._reads = max(1, int(num_parallel_reads))
 
+    @single_device
     def batches(
         self,
         batch_size: int,

@@ -17,7 +17,7 @@ import tensorflow as tf
 from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.transaction import recover
 from beam_tensorize.kernels.metadata import SPLIT_FOLDERS
-from beam_tensorize.tf._compat import parse_example
+from beam_tensorize.tf._compat import parse_example, single_device
 
 __all__ = ["committed_split", "load_metadata", "make_dataset", "parse_spec"]
 
@@ -105,6 +105,7 @@ def committed_split(output_dir: str, split: str) -> tuple[str, str, dict, dict]:
     return root, folder, metadata, metadata["data"][folder]
 
 
+@single_device
 def make_dataset(
     output_dir: str,
     split: str = "train",

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from beam_tensorize.tf._compat import single_device
 from beam_tensorize.tf._files import _Dedup, _Options
 from beam_tensorize.tf._reader import _batch_rows, _defaults_for, _Reader, _restored
 from beam_tensorize.tf._rows import row_group_range
@@ -163,6 +164,7 @@ def rebatch(batch_size: int, drop_remainder: bool = False, fields=None):
     (but the last; `drop_remainder` drops it). Use with `dataset.apply(rebatch(n))`."""
     del fields  # the batches say what they hold
 
+    @single_device
     def apply(dataset: tf.data.Dataset) -> tf.data.Dataset:
         if isinstance(dataset, ParquetDataset):  # read again at the size wanted: no per-row work
             return dataset._reader.batches(batch_size, drop_remainder, values=True)
@@ -231,6 +233,7 @@ def deduplicate(key_idx_field_names: Sequence[str], value_field_names: Sequence[
     del fields  # the batches say what they hold
     dedup = _dedup_of(key_idx_field_names, value_field_names)
 
+    @single_device
     def apply(dataset: tf.data.Dataset) -> tf.data.Dataset:
         names = list(dataset.element_spec)
         missing = [c for c in (*dedup.indexes, *(c for g in dedup.groups for c in g)) if c not in names]
@@ -256,13 +259,13 @@ def populate_defaults(all_fields, batch_size: int | None = None, num_parallel_ca
             return batch
         return {**batch, **_defaults_for(missing, _batch_rows(next(iter(batch.values()))))}
 
-    return lambda dataset: dataset.map(add, num_parallel_calls=num_parallel_calls)
+    return single_device(lambda dataset: dataset.map(add, num_parallel_calls=num_parallel_calls))
 
 
 def parse(pad=False):
     """HybridBackend's `hb.data.parse`: `dataset.apply(parse())` turns each batch's
     `DataFrame.Value`s into `tf.SparseTensor`s (padded dense tensors with `pad`)."""
-    return lambda dataset: dataset.map(lambda batch: DataFrame.parse(batch, pad=pad))
+    return single_device(lambda dataset: dataset.map(lambda batch: DataFrame.parse(batch, pad=pad)))
 
 
 def _tabular(filenames, fields, field_map_fn, to_dense, reads, options: _Options, batch_size, drop_remainder):
@@ -365,6 +368,7 @@ class Dataset:
         )
 
     @staticmethod
+    @single_device
     def from_output(output_dir: str, split: str = "train", batch_size: int = 128, num_parallel_reads=None):
         """A Parquet output of ours (`--output_format parquet`) as the tensors its metadata
         describes, the same as `make_dataset` gives for a TFRecord output: fixed shapes dense,

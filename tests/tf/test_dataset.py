@@ -143,3 +143,13 @@ def test_reading_sparse_tensors_logs_no_deprecation_of_tfs_own_ops(output, monke
     finally:
         logger.removeHandler(handler)
     assert not [m for m in seen if "deprecated" in m]
+
+
+def test_make_dataset_s_functions_skip_grappler(output):
+    """make_dataset's parsing functions are marked to be instantiated without grappler on
+    each new iterator, as from_parquet's are (tests/tf/test_parquet.py)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        make_dataset(str(output), batch_size=8)
+    functions = graph.as_graph_def().library.function
+    assert functions and all(f.attr["experimental_ints_on_device"].b for f in functions)

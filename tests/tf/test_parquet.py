@@ -466,3 +466,42 @@ def test_parquet_files_are_decoded_into_jemalloc_s_pool(tmp_path):
         assert pool.bytes_allocated() - before >= 8 << 20  # the int64 column, at least
         assert pa.types.is_dictionary(batch.column("s").type)
         assert pa.Table.from_batches([batch]).cast(table.schema).equals(table)
+
+
+def _marked_functions(graph: tf.Graph) -> dict[str, bool]:
+    """Each function of `graph`: whether it carries `_compat.SINGLE_DEVICE`'s attribute."""
+    return {
+        f.signature.name: f.attr["experimental_ints_on_device"].b
+        if "experimental_ints_on_device" in f.attr
+        else False
+        for f in graph.as_graph_def().library.function
+    }
+
+
+def test_the_readers_functions_skip_grappler_and_the_callers_do_not(tmp_path):
+    """tf.data instantiates a dataset's functions again for each new iterator, grappler first
+    unless a function is marked to run on one device (`_compat.single_device`; ~90 ms of a
+    200-column first batch). Ours are marked, a function the caller maps after is not; one
+    giving int32 tensors stays unmarked (tf.data's default rewrite refuses it marked) and
+    still reads. This fails when TensorFlow's dataset functions stop taking the attribute."""
+    path = str(tmp_path / "x.parquet")
+    pq.write_table(
+        pa.table({"id": [1, 2, 3], "tags": [[1], [], [2, 3]], "name": ["a", "b", "c"],
+                  "small": pa.array([4, 5, 6], pa.int32())}),
+        path,
+    )  # fmt: skip
+    graph = tf.Graph()
+    with graph.as_default():
+        Dataset.from_parquet(path, batch_size=2, fields=["id", "tags", "name"])
+    ours = _marked_functions(graph)
+    assert len(ours) >= 3 and all(ours.values()), ours
+    with graph.as_default():
+        Dataset.from_parquet(path, batch_size=2, fields=["id"]).map(
+            lambda batch: batch["id"] + 1, name="theirs"
+        )
+    theirs = [name for name, marked in _marked_functions(graph).items() if name not in ours and not marked]
+    assert len(theirs) == 1, _marked_functions(graph)
+    batches = list(Dataset.from_parquet(path, batch_size=2, fields=["small", "tags"]))
+    assert [b["small"].numpy().tolist() for b in batches] == [[4, 5], [6]]
+    assert batches[0]["small"].dtype == tf.int32
+    assert tf.sparse.to_dense(batches[1]["tags"]).numpy().tolist() == [[2, 3]]
