@@ -13,18 +13,28 @@ loudly, naming them, when a Beam release moves them).
 * `userstate.get_dofn_specs`, which every stage's set-up calls for each of its DoFns
   (`cache_dofn_specs` remembers its answer per DoFn class and wrapped function);
 * the default `sampling_period_ms` of `statesampler.StateSampler`, the thread each bundle
-  starts and joins (`prompt_state_samplers`).
+  starts and joins (`prompt_state_samplers`);
+* `typehints.decorators.get_signature`, imported by name into `transforms.core`,
+  `transforms.ptransform` and `transforms.util` (`cache_signatures`).
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+import types
+import weakref
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
 
-__all__ = ["CachedViewOptions", "cache_dofn_specs", "fn_api_runner", "prompt_state_samplers"]
+__all__ = [
+    "CachedViewOptions",
+    "cache_dofn_specs",
+    "cache_signatures",
+    "fn_api_runner",
+    "prompt_state_samplers",
+]
 
 
 class CachedViewOptions(PipelineOptions):
@@ -154,3 +164,73 @@ def prompt_state_samplers() -> None:
 
     init = statesampler.StateSampler.__init__
     init.__defaults__ = (*init.__defaults__[:-1], STATE_SAMPLING_MS)
+
+
+#: The Beam modules that call `get_signature` by the name they imported.
+_SIGNATURE_USERS = (
+    "apache_beam.typehints.decorators",
+    "apache_beam.transforms.core",
+    "apache_beam.transforms.ptransform",
+    "apache_beam.transforms.util",
+)
+
+
+def cache_signatures() -> None:
+    """Have Beam read each Python function's signature once instead of every time it looks
+    (`inspect.signature`, ~35 us each): building a job and setting up each of its stages asks
+    ~5,400 times for the bundled sample (~0.15 s of a 2.3 s run). A function's signature is
+    remembered with what it comes from (its code, defaults, keyword defaults, annotations and
+    a `__signature__` set on it), and read again when any of those changed; a bound method's
+    by its function. Wrappers (`__wrapped__`) and other callables are not cached. Called by
+    the command-line jobs and their worker processes only.
+
+    Example:
+        >>> from apache_beam.typehints import decorators
+        >>> cache_signatures()
+        >>> def f(a, b=1): ...
+        >>> decorators.get_signature(f) is decorators.get_signature(f), str(decorators.get_signature(f))
+        (True, '(a, b=1)')
+        >>> f.__defaults__ = (2,)
+        >>> str(decorators.get_signature(f))
+        '(a, b=2)'
+    """
+    from apache_beam.typehints import decorators
+
+    if getattr(decorators.get_signature, "_cached", False):
+        return
+    uncached = decorators.get_signature
+    plain: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> (source, signature)
+    bound: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a method's function -> the same
+
+    def source(function: types.FunctionType) -> tuple:
+        return (
+            function.__code__,
+            function.__defaults__,
+            function.__kwdefaults__,
+            function.__annotations__,
+            function.__dict__.get("__signature__"),
+        )
+
+    def get_signature(func):
+        if type(func) is types.FunctionType:
+            known, function = plain, func
+        elif type(func) is types.MethodType and type(func.__func__) is types.FunctionType:
+            known, function = bound, func.__func__
+        else:
+            return uncached(func)
+        if "__wrapped__" in function.__dict__:  # its signature is another function's
+            return uncached(func)
+        now = source(function)
+        entry = known.get(function)
+        if entry is not None and all(a is b for a, b in zip(entry[0], now)):
+            return entry[1]
+        signature = uncached(func)
+        known[function] = (now, signature)
+        return signature
+
+    get_signature._cached = True
+    for name in _SIGNATURE_USERS:
+        module = sys.modules.get(name) or __import__(name, fromlist=["get_signature"])
+        if getattr(module, "get_signature", None) is not uncached:  # pragma: no cover - Beam moved
+            raise ImportError(f"{name} no longer calls apache_beam's get_signature by that name")
+        module.get_signature = get_signature

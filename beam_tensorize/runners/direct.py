@@ -27,6 +27,7 @@ from apache_beam.runners.runner import PipelineRunner
 from beam_tensorize.runners._compat import (
     CachedViewOptions,
     cache_dofn_specs,
+    cache_signatures,
     fn_api_runner,
     prompt_state_samplers,
 )
@@ -46,9 +47,11 @@ def job_options(argv: list[str]) -> PipelineOptions:
 
 def command_setup() -> None:
     """What the command-line jobs change in Beam before they build a job: DoFn specs read once
-    per DoFn class (`cache_dofn_specs`) and bundles' state samplers that wake within 20 ms
-    (`prompt_state_samplers`). A process that never calls it keeps Beam's behaviour."""
+    per DoFn class (`cache_dofn_specs`), functions' signatures read once (`cache_signatures`)
+    and bundles' state samplers that wake within 20 ms (`prompt_state_samplers`). A process
+    that never calls it keeps Beam's behaviour."""
     cache_dofn_specs()
+    cache_signatures()
     prompt_state_samplers()
 
 

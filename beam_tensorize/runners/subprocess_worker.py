@@ -1,5 +1,6 @@
 """Beam's SDK harness (`apache_beam.runners.worker.sdk_worker_main`), imported with the garbage
-collector paused and then frozen, as the commands import (see `startup`). The in-process
+collector paused and then frozen, and Beam set up (`direct.command_setup`), as the commands
+do (see `startup`). The in-process
 runner of `direct.direct_runner_for` starts its `multi_processing` workers with this module
 instead of Beam's, and `worker_boot` (the worker pool's entry point) runs it; the harness reads
 its settings from the environment it is given, as Beam's does.
@@ -22,6 +23,9 @@ COMMAND = f"{sys.executable} -m beam_tensorize.runners.subprocess_worker"
 def main(argv: list[str] | None = None) -> None:
     with command_imports():
         from apache_beam.runners.worker import sdk_worker_main
+
+        from beam_tensorize.runners.direct import command_setup
+    command_setup()  # as the command that started it: its stages are set up the same way
     sdk_worker_main.main(sys.argv if argv is None else argv)
 
 

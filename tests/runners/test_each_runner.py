@@ -140,18 +140,24 @@ def test_direct_multi_processing(baseline, tmp_path):
 def _worker_facts(_):
     import gc
 
+    from apache_beam.runners.worker import statesampler
+    from apache_beam.transforms import core, userstate
+
     main_module = sys.modules["__main__"]
     return (
         main_module.__spec__.name,
         gc.get_freeze_count() > 0,
         gc.isenabled(),
         os.environ.get("OPENBLAS_NUM_THREADS"),
+        getattr(userstate.get_dofn_specs, "_cached", False) and getattr(core.get_signature, "_cached", False),
+        statesampler.StateSampler.__init__.__defaults__[-1],
     )
 
 
 def test_multi_processing_workers_start_as_the_commands_do(tmp_path):
     """The runner's worker processes run Beam's SDK harness through `subprocess_worker`: its
-    imports frozen out of the garbage collector's sight, which still runs."""
+    imports frozen out of the garbage collector's sight, which still runs, and Beam set up as
+    the commands set it up (specs and signatures cached, prompt state samplers)."""
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
@@ -160,7 +166,9 @@ def test_multi_processing_workers_start_as_the_commands_do(tmp_path):
     options = job_options(["--direct_running_mode", "multi_processing", "--direct_num_workers", "1"])
     with beam.Pipeline(runner=direct_runner_for(options), options=options) as p:
         facts = p | beam.Create([0]) | beam.Map(_worker_facts)
-        assert_that(facts, equal_to([("beam_tensorize.runners.subprocess_worker", True, True, "1")]))
+        assert_that(
+            facts, equal_to([("beam_tensorize.runners.subprocess_worker", True, True, "1", True, 20)])
+        )
 
 
 def test_portable_runner_loopback(baseline, job_service, tmp_path):
@@ -372,3 +380,49 @@ def test_the_beam_internals_the_runner_uses_are_there():
     assert "_all_options" in inspect.getsource(PipelineOptions.view_as), (
         "view_as no longer shares _all_options"
     )
+    import importlib
+
+    from beam_tensorize.runners._compat import _SIGNATURE_USERS
+
+    for name in _SIGNATURE_USERS:
+        assert hasattr(importlib.import_module(name), "get_signature"), f"{name}.get_signature moved"
+
+
+def test_cached_signatures_are_read_again_when_a_function_changes():
+    """`cache_signatures` (the commands' set-up) answers from its cache only while what a
+    signature comes from is unchanged; bound methods share their function's entry; wrappers
+    and other callables are read every time, as Beam reads them."""
+    import functools
+
+    from apache_beam.transforms import core
+    from apache_beam.typehints import decorators
+
+    from beam_tensorize.runners._compat import cache_signatures
+
+    cache_signatures()
+    assert core.get_signature is decorators.get_signature
+
+    def f(a, b=1, *, c=2): ...
+
+    first = core.get_signature(f)
+    assert core.get_signature(f) is first
+    f.__kwdefaults__ = {"c": 3}
+    assert str(core.get_signature(f)) == "(a, b=1, *, c=3)"
+    f.__annotations__ = {"a": int}
+    assert str(core.get_signature(f)) == "(a: int, b=1, *, c=3)"
+
+    class Fn:
+        def process(self, element, side=None): ...
+
+    one, two = Fn(), Fn()
+    assert core.get_signature(one.process) is core.get_signature(two.process)
+    assert str(core.get_signature(one.process)) == "(element, side=None)"
+    assert core.get_function_args_defaults(one.process) == (["element", "side"], [None])
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs): ...
+
+    assert str(core.get_signature(wrapper)) == "(a: int, b=1, *, c=3)"
+    f.__defaults__ = (5,)
+    assert str(core.get_signature(wrapper)) == "(a: int, b=5, *, c=3)"
+    assert str(core.get_signature(functools.partial(f, 0))) == "(b=5, *, c=3)"
