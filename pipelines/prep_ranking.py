@@ -32,7 +32,12 @@ with command_imports():  # see beam_tensorize/runners/startup.py
     from beam_tensorize.job.finish import SPLIT_FOLDERS
     from beam_tensorize.job.metadata import read_metadata
     from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
-    from beam_tensorize.runners.direct import command_setup, direct_runner_for, job_options
+    from beam_tensorize.runners.direct import (
+        command_setup,
+        direct_runner_for,
+        job_options,
+        start_worker_zygote,
+    )
     from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
     from pipelines.arguments import OneLineParser, refuse_unknown_arguments
 
@@ -176,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         output = options.output or options.output_data_path
         command_setup()
         pipeline_options = job_options(beam_args)
+        if __name__ == "__main__":  # the command owns the process: its workers' zygote
+            start_worker_zygote(pipeline_options)
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
         _ = pipeline | PrepRankingData(
             source, output, metadata, settings, split, record_format, num_files, options.save_mode,

@@ -54,7 +54,12 @@ with command_imports():  # see beam_tensorize/runners/startup.py
         read_result,
         record_result,
     )
-    from beam_tensorize.runners.direct import command_setup, direct_runner_for, job_options
+    from beam_tensorize.runners.direct import (
+        command_setup,
+        direct_runner_for,
+        job_options,
+        start_worker_zygote,
+    )
     from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
     from beam_tensorize.transforms import Tensorize
     from pipelines import avro2tf_flags, console, flags
@@ -264,6 +269,8 @@ def _preflight(
     refuse_unknown_arguments(argv, _command())
     spec = _resolve(options)
     dry_run = pipeline_options.view_as(TestOptions).dry_run
+    if __name__ == "__main__" and not dry_run:  # the command owns the process: before any
+        start_worker_zygote(pipeline_options)  # thread or channel, its workers' zygote
     # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
     runner = direct_runner_for(pipeline_options)
     in_process = (

@@ -21,6 +21,7 @@ loudly, naming them, when a Beam release moves them).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import types
 import weakref
@@ -86,18 +87,21 @@ BEAM_WORKER_COMMAND = f"{sys.executable} -m apache_beam.runners.worker.sdk_worke
 def _runner_class(base: type) -> type:
     from apache_beam.portability import python_urns
 
+    from beam_tensorize.runners import worker_zygote
     from beam_tensorize.runners.subprocess_worker import COMMAND
 
     class FnApiRunner(base):
-        """Beam's FnApiRunner, its worker processes started as `subprocess_worker.COMMAND`."""
+        """Beam's FnApiRunner, its worker processes started as `subprocess_worker.COMMAND`, or
+        forked by this process's `worker_zygote` when it has one."""
 
         def run_via_runner_api(self, pipeline_proto, options):
+            command = worker_zygote.CLIENT if os.environ.get(worker_zygote.ENV) else COMMAND
             for environment in pipeline_proto.components.environments.values():
                 if (
                     environment.urn == python_urns.SUBPROCESS_SDK
                     and environment.payload == BEAM_WORKER_COMMAND.encode()
                 ):
-                    environment.payload = COMMAND.encode()
+                    environment.payload = command.encode()
             return super().run_via_runner_api(pipeline_proto, options)
 
     return FnApiRunner

@@ -21,9 +21,10 @@ Example:
 
 from __future__ import annotations
 
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
+from beam_tensorize.runners import worker_zygote
 from beam_tensorize.runners._compat import (
     CachedViewOptions,
     cache_dofn_specs,
@@ -32,7 +33,7 @@ from beam_tensorize.runners._compat import (
     prompt_state_samplers,
 )
 
-__all__ = ["command_setup", "direct_runner_for", "job_options"]
+__all__ = ["command_setup", "direct_runner_for", "job_options", "start_worker_zygote"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
@@ -58,10 +59,27 @@ def command_setup() -> None:
 def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:
     """Beam's FnApiRunner for a batch job whose options name the DirectRunner (or no runner);
     None for any other runner or a streaming job."""
+    if not _runs_directly(options):
+        return None
+    return fn_api_runner(options)
+
+
+def start_worker_zygote(options: PipelineOptions) -> bool:
+    """For a job `direct_runner_for` runs with `multi_processing` workers: fork the process
+    they will be forked from (`worker_zygote.start`; False where none started). The
+    command-line jobs call it before building the job when they run as the program (not when
+    a program calls their `main`: its process is not theirs to fork)."""
+    if (
+        not _runs_directly(options)
+        or options.view_as(DirectOptions).direct_running_mode != "multi_processing"
+    ):
+        return False
+    return worker_zygote.start()
+
+
+def _runs_directly(options: PipelineOptions) -> bool:
     standard = options.view_as(StandardOptions)
     runner = standard.runner
     if runner is not None and (not isinstance(runner, str) or runner.lower() not in _DIRECT_NAMES):
-        return None
-    if standard.streaming:
-        return None
-    return fn_api_runner(options)
+        return False
+    return not standard.streaming

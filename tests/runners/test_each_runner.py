@@ -10,6 +10,7 @@ DataflowRunner with `--dry_run` (graph translation only, offline).
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import time
 
 import pytest
 
+from beam_tensorize.runners import worker_zygote
 from beam_tensorize.sample import AVRO2TF_CONFIG, SAMPLE_AVRO
 from pipelines.tensorize import main
 
@@ -426,3 +428,103 @@ def test_cached_signatures_are_read_again_when_a_function_changes():
     f.__defaults__ = (5,)
     assert str(core.get_signature(wrapper)) == "(a: int, b=5, *, c=3)"
     assert str(core.get_signature(functools.partial(f, 0))) == "(b=5, *, c=3)"
+
+
+def test_the_commands_fork_their_multi_processing_workers_from_a_zygote(baseline, tmp_path):
+    """The command forks a zygote after its imports (`worker_zygote`); its multi_processing
+    workers are forked from it and give the same output: no worker starts a Python of its own
+    (each Python that imports `site` leaves a file here: only the command's). Where no zygote
+    answers, the workers start as before."""
+    temp, site = tmp_path / "temp", tmp_path / "site"
+    temp.mkdir()
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os\nopen(os.path.join(os.environ['TMPDIR'], f'python-{os.getpid()}'), 'w').close()\n"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "TMPDIR": str(temp), "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(site)}
+    env.pop(worker_zygote.ENV, None)
+    args = [sys.executable, "-m", "pipelines.tensorize", *JOB, "--output", str(out), "--quiet",
+            "--direct_running_mode", "multi_processing", "--direct_num_workers", "2"]  # fmt: skip
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    _assert_same_output(baseline, out)
+    assert len(list(temp.glob("python-*"))) == 1  # the command's
+    env = {**env, worker_zygote.ENV: "@beam_tensorize-no-such-zygote"}  # none answers: as before
+    args[args.index(str(out))] = str(tmp_path / "again")
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    _assert_same_output(baseline, tmp_path / "again")
+    assert len(list(temp.glob("python-*"))) == 4  # the command's and its two workers'
+
+
+_ZYGOTE_PROBE = r"""
+import json, logging, os, sys
+from beam_tensorize.runners import worker_zygote
+from beam_tensorize.runners.direct import direct_runner_for, job_options, start_worker_zygote
+
+probe = logging.StreamHandler(sys.stderr)
+probe.probe = True
+logging.getLogger().addHandler(probe)
+options = job_options(["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"])
+started = start_worker_zygote(options)
+os.environ["ZYGOTE_PROBE"] = "set after the fork"
+import apache_beam as beam
+
+def facts(x):
+    import logging, os
+    from beam_tensorize.runners import worker_zygote
+    inherited = [h for h in logging.getLogger().handlers if getattr(h, "probe", False)]
+    return (x, worker_zygote.forked_worker(), os.environ.get("ZYGOTE_PROBE"), len(inherited))
+
+with beam.Pipeline(runner=direct_runner_for(options), options=options) as p:
+    seen = p | beam.Create([1, 2, 3]) | beam.Map(facts)
+    seen | beam.Map(lambda f: print("FACT", json.dumps(f), flush=True))
+print(json.dumps({"started": started, "zygote": worker_zygote.zygote_pid()}))
+"""
+
+
+def _probe(env: dict) -> tuple[dict, list]:
+    done = subprocess.run([sys.executable, "-c", _ZYGOTE_PROBE], env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    facts = sorted(json.loads(line[5:]) for line in lines if line.startswith("FACT "))
+    return json.loads(lines[-1]), facts
+
+
+def test_zygote_workers_get_the_runners_environment_not_the_commands_logging():
+    """A forked worker runs with the environment the runner gives it (set after the zygote was
+    forked), without the command's logging handlers; the zygote dies with the command."""
+    env = {k: v for k, v in os.environ.items() if k != worker_zygote.ENV}
+    summary, facts = _probe({**env, "OPENBLAS_NUM_THREADS": "1"})  # numpy starts no thread
+    assert summary["started"] is True
+    assert facts == [[x, True, "set after the fork", 0] for x in (1, 2, 3)]
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{summary['zygote']}"):
+            break
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{summary['zygote']}")
+
+
+def test_without_a_zygote_workers_start_as_before():
+    """A zygote already named (or none answering) starts none; a worker whose client finds
+    no zygote runs as `subprocess_worker.COMMAND` would."""
+    summary, facts = _probe({**os.environ, worker_zygote.ENV: "@beam_tensorize-no-such-zygote"})
+    assert summary == {"started": False, "zygote": None}
+    assert facts == [[x, False, "set after the fork", 0] for x in (1, 2, 3)]
+
+
+def test_no_zygote_is_forked_while_other_threads_run():
+    """Forking a process with running threads could leave their locks held in the child:
+    `start` refuses (this test process would otherwise be forked)."""
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert worker_zygote.start() is False
+    finally:
+        stop.set()
+        thread.join()
