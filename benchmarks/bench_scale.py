@@ -157,29 +157,35 @@ def _tree(root: int) -> list[int]:
 
 
 class _Sampler:
-    """Peak summed RSS and total CPU seconds of a process tree, from /proc."""
+    """Peak summed RSS, peak summed PSS and total CPU seconds of a process tree, from /proc
+    (PSS counts a page that n processes share as 1/n in each: forked workers share their
+    zygote's pages, which RSS counts in full in every process)."""
 
     def __init__(self, pid: int, interval: float = 0.2):
         self._pid = pid
         self._interval = interval
         self._cpu: dict[int, float] = {}
         self.peak_rss = 0
+        self.peak_pss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            rss = 0
+            rss = pss = 0
             for pid in _tree(self._pid):
                 try:
                     with open(f"/proc/{pid}/stat") as f:
                         fields = f.read().rsplit(")", 1)[1].split()
+                    with open(f"/proc/{pid}/smaps_rollup") as f:
+                        pss += next((int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:")), 0)
                 except OSError:
                     continue
                 self._cpu[pid] = (int(fields[11]) + int(fields[12])) / _CLK
                 rss += int(fields[21]) * _PAGE
             self.peak_rss = max(self.peak_rss, rss)
+            self.peak_pss = max(self.peak_pss, pss)
             self._stop.wait(self._interval)
 
     def stop(self) -> float:
@@ -222,7 +228,13 @@ def run(path: str, pattern: str, out: str) -> dict:
         raise SystemExit(f"{path} failed (exit {child.returncode}):\n{stderr[-3000:]}")
     job = [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("job_seconds ")]
     # Spark: the `tensorize_spark` call alone too (the session is the caller's, started before).
-    return {"wall": wall, "cpu": cpu, "rss": sampler.peak_rss, "job": job[0] if job else wall}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "rss": sampler.peak_rss,
+        "pss": sampler.peak_pss,
+        "job": job[0] if job else wall,
+    }
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -262,19 +274,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 job = f" (tensorize_spark call: {r['job']:.1f} s)" if r["job"] != r["wall"] else ""
                 print(f"{path:13} {size}M rows, run {repeat + 1}: {r['wall']:6.1f} s wall{job}, "
                       f"{rows / r['wall']:9,.0f} rows/s, {r['cpu']:6.1f} CPU s, "
-                      f"peak RSS {r['rss'] / 2**20:7,.0f} MiB", flush=True)  # fmt: skip
+                      f"peak RSS {r['rss'] / 2**20:7,.0f} MiB, PSS {r['pss'] / 2**20:7,.0f} MiB", flush=True)  # fmt: skip
     # The median of each figure over the repeats.
     results = {key: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for key, rs in runs.items()}
     print()
     what = f"median of {args.repeats} runs" if args.repeats > 1 else "one run"
-    print(f"| path | rows | wall s ({what}) | rows/s | CPU s | rows per CPU s | peak RSS (all processes) |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| path | rows | wall s ({what}) | rows/s | CPU s | rows per CPU s | peak RSS (all processes) "
+          "| peak PSS (all processes) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for (path, size), r in results.items():
         rows = size * ROWS_PER_FILE
         walls = [x["wall"] for x in runs[path, size]]
         spread = f" ({min(walls):.1f}-{max(walls):.1f})" if len(walls) > 1 else ""
         print(f"| {path} | {size}M | {r['wall']:.1f}{spread} | {rows / r['wall']:,.0f} | {r['cpu']:.1f} | "
-              f"{rows / r['cpu']:,.0f} | {r['rss'] / 2**20:,.0f} MiB |")  # fmt: skip
+              f"{rows / r['cpu']:,.0f} | {r['rss'] / 2**20:,.0f} MiB | {r['pss'] / 2**20:,.0f} MiB |")  # fmt: skip
     print()
 
     def speedup(a: str, b: str, size: int, key: str = "wall") -> str | None:
