@@ -58,7 +58,7 @@ setup(
     extras_require=EXTRAS_REQUIRE,
     entry_points={
         "console_scripts": [
-            "beam-tensorize=pipelines.tensorize:main",
+            "beam-tensorize=pipelines.commands:tensorize",
             "beam-tensorize-worker=beam_tensorize.runners.worker_boot:main",
         ]
     },

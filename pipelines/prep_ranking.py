@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from beam_tensorize.runners.startup import command_imports
 
-with command_imports():  # see beam_tensorize/runners/startup.py
+with command_imports(__name__):  # only as the program; see beam_tensorize/runners/startup.py
     import apache_beam as beam
 
     from beam_tensorize.job.files import list_files, read_text

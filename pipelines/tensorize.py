@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from beam_tensorize.runners.startup import command_imports
 
-with command_imports():  # see beam_tensorize/runners/startup.py
+with command_imports(__name__):  # only as the program; see beam_tensorize/runners/startup.py
     import apache_beam as beam
     from apache_beam.options.pipeline_options import (
         DirectOptions,

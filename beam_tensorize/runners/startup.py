@@ -1,5 +1,7 @@
 """What a command, and each worker process of its in-process runner, does around its imports
-(`with command_imports(): import ...`).
+(`with command_imports(__name__): import ...`), when it runs as the program. A program that
+imports a command's module as a library (`from pipelines.tensorize import build_pipeline`)
+keeps its process as it was: its collector, and its numpy's threads.
 
 * **The garbage collector paused, then what the imports made frozen.** Importing Beam,
   pyarrow and this package creates about a million Python objects that live as long as the
@@ -33,12 +35,16 @@ __all__ = ["command_imports"]
 
 
 @contextlib.contextmanager
-def command_imports() -> Iterator[None]:
+def command_imports(module: str = "__main__") -> Iterator[None]:
     """No cyclic garbage collection inside the block (reference counting frees memory all
     along); at its end, the objects that exist then are left out of every later collection
     (`gc.freeze`) and the collector runs again if it ran before. Numpy imported inside the
     block, or by a process started later, uses one OpenBLAS thread unless the environment
-    says otherwise."""
+    says otherwise. All of this only where `module` (the `__name__` of the module that
+    imports) is `"__main__"`: a library's import changes nothing."""
+    if module != "__main__":
+        yield
+        return
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     running = gc.isenabled()
     gc.disable()
