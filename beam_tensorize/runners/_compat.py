@@ -15,7 +15,12 @@ loudly, naming them, when a Beam release moves them).
 * the default `sampling_period_ms` of `statesampler.StateSampler`, the thread each bundle
   starts and joins (`prompt_state_samplers`);
 * `typehints.decorators.get_signature`, imported by name into `transforms.core`,
-  `transforms.ptransform` and `transforms.util` (`cache_signatures`).
+  `transforms.ptransform` and `transforms.util` (`cache_signatures`);
+* `FnApiRunner._execute_bundle(context, bundle_context_manager, bundle_input)` and
+  `_get_bundle_manager(bundle_context_manager)`, `fn_runner.BundleManager`, and the stage
+  inputs' buffers (`execution.ListBuffer._inputs` / `_coder_impl`,
+  `execution.GroupingBuffer._table`): a stage whose input cannot be split goes to one worker
+  (`_at_most_one_part`).
 """
 
 from __future__ import annotations
@@ -94,6 +99,8 @@ def _runner_class(base: type) -> type:
         """Beam's FnApiRunner, its worker processes started as `subprocess_worker.COMMAND`, or
         forked by this process's `worker_zygote` when it has one."""
 
+        _one_part = False  # the input of the bundle being started cannot be split
+
         def run_via_runner_api(self, pipeline_proto, options):
             command = worker_zygote.CLIENT if os.environ.get(worker_zygote.ENV) else COMMAND
             for environment in pipeline_proto.components.environments.values():
@@ -104,7 +111,51 @@ def _runner_class(base: type) -> type:
                     environment.payload = command.encode()
             return super().run_via_runner_api(pipeline_proto, options)
 
+        def _execute_bundle(self, runner_execution_context, bundle_context_manager, bundle_input):
+            self._one_part = _at_most_one_part(bundle_input.data.values())
+            return super()._execute_bundle(runner_execution_context, bundle_context_manager, bundle_input)
+
+        def _get_bundle_manager(self, bundle_context_manager):
+            # With several workers Beam sends every stage's bundle to each of them, its input
+            # split element by element (key by key after a shuffle): a stage of one element
+            # (an Impulse, a global combine's one key) made the idle workers run an empty
+            # bundle each, ~15 ms of round trips and set-up per stage in the job's critical path.
+            if self._one_part and bundle_context_manager.num_workers > 1:
+                from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+                return fn_runner.BundleManager(
+                    bundle_context_manager,
+                    self._progress_frequency,
+                    cache_token_generator=base.get_cache_token_generator(static=False),
+                )
+            return super()._get_bundle_manager(bundle_context_manager)
+
     return FnApiRunner
+
+
+def _at_most_one_part(buffers) -> bool:
+    """Whether a stage's input buffers hold one element (or key) at most in all: no split of
+    it gives two workers work. Buffers of other kinds count as splittable."""
+    from apache_beam.coders.coder_impl import create_InputStream
+    from apache_beam.runners.portability.fn_api_runner import execution
+
+    count = 0
+    for buffer in buffers:
+        if isinstance(buffer, execution.GroupingBuffer) and not buffer._grouped_output:
+            count += len(buffer._table)
+        elif isinstance(buffer, execution.ListBuffer) and not buffer.cleared:
+            if len(buffer._inputs) > 1:
+                return False
+            for chunk in buffer._inputs:
+                stream = create_InputStream(chunk)
+                while stream.size() > 0 and count < 2:
+                    buffer._coder_impl.decode_from_stream(stream, True)
+                    count += 1
+        else:
+            return False
+        if count > 1:
+            return False
+    return True
 
 
 def cache_dofn_specs() -> None:

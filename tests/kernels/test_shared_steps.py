@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import os
 
 import fastavro
@@ -52,15 +53,23 @@ def blocks_file(tmp_path_factory) -> str:
 def test_read_avro_range_gathers_blocks_and_tags_each_batch(blocks_file):
     size = os.path.getsize(blocks_file)
     ranges = list(avro.split_ranges(size, 200))
-    assert ranges[0] == (0, 200) and ranges[-1][1] == size
+    # as few ranges as 200 bytes allow, contiguous, of equal size within a byte
+    assert len(ranges) == -(-size // 200) > 1
+    assert ranges[0][0] == 0 and ranges[-1][1] == size
+    assert all(end == start for (_, end), (start, _) in itertools.pairwise(ranges))
+    assert (
+        max(e - s for s, e in ranges) - min(e - s for s, e in ranges) <= 1
+        and max(e - s for s, e in ranges) <= 200
+    )
     batches = []
     with open(blocks_file, "rb") as f:
         for start, end in ranges:
             batches.extend(avro.read_avro_range(f, blocks_file, ["ID", "tag"], start, end, batch_rows=6))
     assert [r["id"] for b in batches for r in b.to_pylist()] == list(range(30))
     assert all(b.schema.names == ["id", "Tag"] for b in batches)
-    # batches of whole blocks, never across ranges: 8 (two blocks) or 4/2 at the end of a range
-    assert all(b.num_rows in (2, 4, 8) for b in batches)
+    # batches of whole blocks (4 rows, the last 2), never across ranges: the first range holds
+    # the header alone, the second blocks 1-4, the third blocks 5-8
+    assert [b.num_rows for b in batches] == [8, 8, 8, 6]
     offsets = [source_of(b) for b in batches]
     assert all(path == blocks_file for path, _ in offsets)
     assert [o for _, o in offsets] == sorted({o for _, o in offsets})

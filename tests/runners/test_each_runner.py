@@ -388,6 +388,21 @@ def test_the_beam_internals_the_runner_uses_are_there():
 
     for name in _SIGNATURE_USERS:
         assert hasattr(importlib.import_module(name), "get_signature"), f"{name}.get_signature moved"
+    from apache_beam.runners.portability.fn_api_runner import execution
+
+    assert list(inspect.signature(fn_runner.FnApiRunner._execute_bundle).parameters)[2:] == [
+        "bundle_context_manager",
+        "bundle_input",
+    ], "FnApiRunner._execute_bundle changed"
+    assert list(inspect.signature(fn_runner.FnApiRunner._get_bundle_manager).parameters) == [
+        "self",
+        "bundle_context_manager",
+    ], "FnApiRunner._get_bundle_manager changed"
+    listed = execution.ListBuffer(None)
+    assert listed._inputs == [] and listed._coder_impl is not None, "ListBuffer's fields moved"
+    assert "self._table" in inspect.getsource(execution.GroupingBuffer.__init__), (
+        "GroupingBuffer._table moved"
+    )
 
 
 def test_cached_signatures_are_read_again_when_a_function_changes():
@@ -528,3 +543,66 @@ def test_no_zygote_is_forked_while_other_threads_run():
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_command_imported_as_a_library_leaves_the_process_as_it_was_and_run_as_one_sets_it_up():
+    """`import pipelines.tensorize` (a program using `build_pipeline`) neither freezes the
+    program's objects out of the collector's sight nor sets its numpy's threads; the installed
+    `beam-tensorize` command (`pipelines.commands.tensorize`) runs the module as the program,
+    which does both."""
+    code = (
+        "import atexit, gc, os, sys\n"
+        "import pipelines.tensorize, pipelines.prep_ranking\n"
+        "print(gc.get_freeze_count(), os.environ.get('OPENBLAS_NUM_THREADS'), gc.isenabled())\n"
+        "atexit.register(lambda: print(gc.get_freeze_count() > 0, os.environ.get('OPENBLAS_NUM_THREADS')))\n"
+        "sys.argv[1:] = ['--version']\n"
+        "from pipelines.commands import tensorize\n"
+        "tensorize()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    from beam_tensorize import __version__
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["0 None True", f"beam_tensorize {__version__}", "True 1"]
+
+
+def test_a_stage_whose_input_cannot_be_split_runs_on_one_worker_and_the_others_on_all():
+    """With several `multi_processing` workers, Beam sends each stage's bundle to every worker,
+    its input split element by element: our runner sends a stage of one element (an Impulse, a
+    global combine's one key) to one worker only, and still splits a shuffle of four keys
+    over both (each worker's process id is counted)."""
+    import apache_beam as beam
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_tensorize.runners.direct import direct_runner_for, job_options
+
+    split = []
+    parallel = fn_runner.ParallelBundleManager.process_bundle
+
+    def recording(self, *args, **kwargs):
+        split.append(self.bundle_context_manager.stage.name)
+        return parallel(self, *args, **kwargs)
+
+    options = job_options(["--direct_running_mode", "multi_processing", "--direct_num_workers", "2"])
+    fn_runner.ParallelBundleManager.process_bundle = recording
+    try:
+        with beam.Pipeline(runner=direct_runner_for(options), options=options) as p:
+            keyed = p | "One" >> beam.Create([0]) | beam.FlatMap(lambda _: [(k, k) for k in range(4)])
+            workers = (
+                keyed
+                | "Four" >> beam.GroupByKey()
+                | beam.Map(lambda _: os.getpid())
+                | beam.Distinct()
+                | beam.combiners.Count.Globally()
+            )
+            assert_that(workers, equal_to([2]))
+            assert_that(keyed | "Total" >> beam.combiners.Count.Globally(), equal_to([4]), label="total")
+    finally:
+        fn_runner.ParallelBundleManager.process_bundle = parallel
+    # split: the four keys' shuffle, the two process ids' (Distinct), assert_that's Flatten of
+    # two elements; not the Impulse of `One`, nor the one-key shuffles of the global counts
+    assert any("Four/Read" in name for name in split), split
+    many = ("Four/Read", "Distinct/Group/Group/Read", "Flatten/Read")
+    assert [name for name in split if not any(m in name for m in many)] == [], split

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
@@ -30,24 +31,25 @@ DEFAULT_SPLIT_BYTES = 64 << 20
 
 
 def split_ranges(size: int, split_bytes: int = DEFAULT_SPLIT_BYTES) -> Iterator[tuple[int, int]]:
-    """Consecutive byte ranges ``[start, end)`` of at most `split_bytes` covering a file.
+    """Consecutive byte ranges ``[start, end)`` of at most `split_bytes` covering a file, as
+    few as that allows and of equal size (within a byte): the splits of a file then hold about
+    as many rows each, so the workers that share them finish together (64, 64 and 52 MiB
+    splits of a 180 MiB file left one of two workers a third of a split behind).
 
     Reading each range with :func:`read_avro_range` reads every block of the file once. An
     empty file still gives one (empty) range, so a reader sees it and can report it.
 
     Example:
         >>> list(split_ranges(10, 4))
-        [(0, 4), (4, 8), (8, 10)]
+        [(0, 3), (3, 6), (6, 10)]
+        >>> list(split_ranges(8, 4)), list(split_ranges(0, 4))
+        ([(0, 4), (4, 8)], [(0, 0)])
     """
     if split_bytes < 1:
         raise ValueError(f"split_bytes must be positive, got {split_bytes}")
-    start = 0
-    while True:
-        end = min(start + split_bytes, size)
-        yield start, end
-        if end >= size:
-            return
-        start = end
+    count = max(1, -(-size // split_bytes))
+    bounds = [size * i // count for i in range(count + 1)]
+    yield from itertools.pairwise(bounds)
 
 
 @functools.lru_cache(maxsize=64)
