@@ -7,6 +7,10 @@ each sample, and their CPU time. Paths:
 
 * **beam-1**: the CLI on the DirectRunner, in-process (the default);
 * **beam-mp1** / **beam-mp2**: `--direct_running_mode multi_processing` with 1 / 2 workers;
+* **beam-1x2**: two beam-1 commands at once, each on half of the input files (2M and 4M only),
+  timed until both end: what two processes that share nothing reach on this machine, the
+  ceiling of beam-mp2 (two processors that are threads of one core, or share a memory bus,
+  give less than twice one's speed);
 * **spark-2**: `tensorize_spark` on `local[2]`, the session from `beam_tensorize.spark.local_session`
   (quick JIT, Spark's classes from the cached class data archive, recorded before timing); a
   driver script starts the session, and the time of the `tensorize_spark` call alone is printed
@@ -22,7 +26,7 @@ all four. Then it prints a table and these ratios:
 
 * memory: peak RSS at 4M / at 1M (target <= 1.2) for every path;
 * workers: beam-mp2 rows/s / beam-mp1 rows/s (target >= 1.6), and beam-mp2 / beam-1, against the
-  default in-process run (target >= 1.6);
+  default in-process run (target >= 1.6), beside the machine's ceiling beam-1x2 / beam-1;
 * Spark: spark-2 rows/s / beam-mp2 rows/s (target >= 1.0);
 * throughput: beam-1 rows/s at 4M per CPU core used (target >= 100,000), and its rows per CPU
   second against two floors measured in the same run on the same input: only inflating the Avro
@@ -56,7 +60,7 @@ sys.path.insert(0, HERE)
 from bench_tensorize import generate_movielens_avro  # noqa: E402
 
 ROWS_PER_FILE = 1_000_000
-PATHS = ("beam-1", "beam-mp1", "beam-mp2", "spark-2", "spark-2-plain")
+PATHS = ("beam-1", "beam-mp1", "beam-mp2", "beam-1x2", "spark-2", "spark-2-plain")
 CONFIG = os.path.join(ROOT, "beam_tensorize", "sample", "config.json")
 _CLK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -157,12 +161,12 @@ def _tree(root: int) -> list[int]:
 
 
 class _Sampler:
-    """Peak summed RSS, peak summed PSS and total CPU seconds of a process tree, from /proc
+    """Peak summed RSS, peak summed PSS and total CPU seconds of process trees, from /proc
     (PSS counts a page that n processes share as 1/n in each: forked workers share their
     zygote's pages, which RSS counts in full in every process)."""
 
-    def __init__(self, pid: int, interval: float = 0.2):
-        self._pid = pid
+    def __init__(self, pids: list[int], interval: float = 0.2):
+        self._pids = pids
         self._interval = interval
         self._cpu: dict[int, float] = {}
         self.peak_rss = 0
@@ -174,7 +178,7 @@ class _Sampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             rss = pss = 0
-            for pid in _tree(self._pid):
+            for pid in (p for root in self._pids for p in _tree(root)):
                 try:
                     with open(f"/proc/{pid}/stat") as f:
                         fields = f.read().rsplit(")", 1)[1].split()
@@ -215,17 +219,26 @@ def _command(path: str, pattern: str, out: str) -> list[str]:
 
 
 def run(path: str, pattern: str, out: str) -> dict:
-    """One timed run of `path` as a child process."""
+    """One timed run of `path` as a child process (beam-1x2: two, on half the files each)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYSPARK_PYTHON=sys.executable)
+    if path == "beam-1x2":
+        files = sorted(glob.glob(pattern))
+        commands = [_command("beam-1", ",".join(half), f"{out}-{i}")
+                    for i, half in enumerate((files[: len(files) // 2], files[len(files) // 2 :]))]  # fmt: skip
+    else:
+        commands = [_command(path, pattern, out)]
     start = time.perf_counter()
-    child = subprocess.Popen(_command(path, pattern, out), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)  # fmt: skip
-    sampler = _Sampler(child.pid)
-    stdout, stderr = child.communicate()
+    children = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for command in commands]  # fmt: skip
+    sampler = _Sampler([child.pid for child in children])
+    with concurrent.futures.ThreadPoolExecutor(len(children)) as pool:
+        outputs = list(pool.map(lambda child: child.communicate(), children))
     wall = time.perf_counter() - start
     cpu = sampler.stop()
-    if child.returncode != 0:
-        raise SystemExit(f"{path} failed (exit {child.returncode}):\n{stderr[-3000:]}")
+    for child, (_, stderr) in zip(children, outputs):
+        if child.returncode != 0:
+            raise SystemExit(f"{path} failed (exit {child.returncode}):\n{stderr[-3000:]}")
+    stdout = outputs[0][0]
     job = [float(line.split()[1]) for line in stdout.splitlines() if line.startswith("job_seconds ")]
     # Spark: the `tensorize_spark` call alone too (the session is the caller's, started before).
     return {
@@ -266,9 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"inflate + decode the config's columns {rows / floor[size][1]:,.0f}", flush=True)  # fmt: skip
         for repeat in range(args.repeats):
             for path in args.paths:
+                if path == "beam-1x2" and size < 2:
+                    continue  # one file: no halves
                 out = os.path.join(args.workdir, f"out-{path}-{size}M")
                 r = run(path, pattern, out)
-                shutil.rmtree(out, ignore_errors=True)
+                for folder in (out, f"{out}-0", f"{out}-1"):
+                    shutil.rmtree(folder, ignore_errors=True)
                 runs.setdefault((path, size), []).append(r)
                 rows = size * ROWS_PER_FILE
                 job = f" (tensorize_spark call: {r['job']:.1f} s)" if r["job"] != r["wall"] else ""
@@ -306,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, a, b, target in (
         ("workers beam-mp2 / beam-mp1", "beam-mp2", "beam-mp1", 1.6),
         ("workers beam-mp2 / beam-1  ", "beam-mp2", "beam-1", 1.6),
+        ("ceiling beam-1x2 / beam-1  ", "beam-1x2", "beam-1", None),
         ("spark   spark-2 / beam-mp2 ", "spark-2", "beam-mp2", 1.0),
     ):
         ratio = speedup(a, b, big)

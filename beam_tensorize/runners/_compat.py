@@ -116,19 +116,20 @@ def _runner_class(base: type) -> type:
             return super()._execute_bundle(runner_execution_context, bundle_context_manager, bundle_input)
 
         def _get_bundle_manager(self, bundle_context_manager):
-            # With several workers Beam sends every stage's bundle to each of them, its input
-            # split element by element (key by key after a shuffle): a stage of one element
-            # (an Impulse, a global combine's one key) made the idle workers run an empty
-            # bundle each, ~15 ms of round trips and set-up per stage in the job's critical path.
-            if self._one_part and bundle_context_manager.num_workers > 1:
-                from apache_beam.runners.portability.fn_api_runner import fn_runner
+            from apache_beam.runners.portability.fn_api_runner import fn_runner
 
-                return fn_runner.BundleManager(
-                    bundle_context_manager,
-                    self._progress_frequency,
-                    cache_token_generator=base.get_cache_token_generator(static=False),
-                )
-            return super()._get_bundle_manager(bundle_context_manager)
+            manager = super()._get_bundle_manager(bundle_context_manager)
+            if type(manager) is not fn_runner.ParallelBundleManager or not self._one_part:
+                return manager
+            # Beam sends a stage's bundle to each worker, its input split element by element:
+            # a stage of one element (an Impulse, a global combine's one key) made the idle
+            # workers run an empty bundle each, ~15 ms of round trips and set-up per stage in
+            # the job's critical path. It goes to one worker.
+            return fn_runner.BundleManager(
+                bundle_context_manager,
+                self._progress_frequency,
+                cache_token_generator=manager._cache_token_generator,
+            )
 
     return FnApiRunner
 
