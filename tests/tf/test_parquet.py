@@ -468,6 +468,20 @@ def test_parquet_files_are_decoded_into_jemalloc_s_pool(tmp_path):
         assert pa.Table.from_batches([batch]).cast(table.schema).equals(table)
 
 
+def test_the_decoding_pool_keeps_the_pages_it_frees_unless_the_environment_says_otherwise(monkeypatch):
+    """`decoding_pool` sets jemalloc's decay to -1 (freed pages kept for the next batches, not
+    given back to the kernel at once, Arrow's 0), and leaves it to `JE_ARROW_MALLOC_CONF`
+    where that is set."""
+    from beam_tensorize.tf._compat import decoding_pool
+
+    decays = []
+    monkeypatch.setattr(pa, "jemalloc_set_decay_ms", decays.append)
+    monkeypatch.delenv("JE_ARROW_MALLOC_CONF", raising=False)
+    assert decoding_pool().backend_name == "jemalloc" and decays == [-1]
+    monkeypatch.setenv("JE_ARROW_MALLOC_CONF", "dirty_decay_ms:1000")
+    assert decoding_pool().backend_name == "jemalloc" and decays == [-1]
+
+
 def _marked_functions(graph: tf.Graph) -> dict[str, bool]:
     """Each function of `graph`: whether it carries `_compat.SINGLE_DEVICE`'s attribute."""
     return {
