@@ -105,10 +105,12 @@ def decoding_pool() -> pa.MemoryPool | None:
     The pool keeps the pages it frees for the next batches (`jemalloc_set_decay_ms(-1)`: for
     the arenas made after this call, the decoding threads') instead of giving them back to the
     kernel at once, Arrow's setting: each batch was decoded into fresh pages, every page a
-    fault and a zeroing, and in one process every page given back made the kernel interrupt
-    the other CPUs running it. HybridBackend's benchmark (batches of 200,000 rows): 363 -> 277
-    ms a batch on one CPU, 254 -> 185 on two. A pass over the files gives the kept pages back
-    when it ends (`release_pages`). Where `JE_ARROW_MALLOC_CONF` is set, its settings stand."""
+    fault and a zeroing, and each page given back a flush of the address translations of every
+    CPU running the process. HybridBackend's benchmark (batches of 200,000 rows): 363 -> ~275
+    ms a batch on one CPU, 254 -> ~178 on two, the peak memory unchanged; the pool's memory
+    then stays at that peak until the process ends or `pool.release_unused()` is called
+    (giving it back at the end of each pass cost ~0.3 s a pass there). Where
+    `JE_ARROW_MALLOC_CONF` is set, its settings stand."""
     try:
         pool = pa.jemalloc_memory_pool()
     except NotImplementedError:
