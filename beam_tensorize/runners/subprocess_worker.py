@@ -1,9 +1,9 @@
 """Beam's SDK harness (`apache_beam.runners.worker.sdk_worker_main`), imported with the garbage
 collector paused and then frozen, and Beam set up (`direct.command_setup`), as the commands
-do (see `startup`). The in-process
-runner of `direct.direct_runner_for` starts its `multi_processing` workers with this module
-instead of Beam's, and `worker_boot` (the worker pool's entry point) runs it; the harness reads
-its settings from the environment it is given, as Beam's does.
+do (see `startup`). The in-process runner of `direct.direct_runner_for` starts its
+`multi_processing` workers with this module instead of Beam's, and `worker_boot` (the worker
+pool's entry point) runs it; the harness reads its settings from the environment it is given,
+as Beam's does.
 
     python -m beam_tensorize.runners.subprocess_worker
 """
