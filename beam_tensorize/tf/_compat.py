@@ -102,21 +102,26 @@ def decoding_pool() -> pa.MemoryPool | None:
     decoding's own CPU time in the kernel (compacting memory to make huge pages) in a
     TensorFlow process here; jemalloc's pool, in 4 KiB pages, took a quarter of that.
 
-    The pool keeps the pages it frees for the next batches (`jemalloc_set_decay_ms(-1)`: for
-    the arenas made after this call, the decoding threads') instead of giving them back to the
-    kernel at once, Arrow's setting: each batch was decoded into fresh pages, every page a
-    fault and a zeroing, and each page given back a flush of the address translations of every
-    CPU running the process. HybridBackend's benchmark (batches of 200,000 rows): 363 -> ~275
-    ms a batch on one CPU, 254 -> ~178 on two, the peak memory unchanged; the pool's memory
-    then stays at that peak until the process ends or `pool.release_unused()` is called
-    (giving it back at the end of each pass cost ~0.3 s a pass there). Where
-    `JE_ARROW_MALLOC_CONF` is set, its settings stand."""
+    The pool keeps the pages it frees for the next batches (`jemalloc_set_decay_ms(-1)`)
+    instead of giving them back to the kernel at once, Arrow's setting: each batch was decoded
+    into fresh pages, every page a fault and a zeroing, and each page given back a flush of the
+    address translations of every CPU running the process. The setting reaches only the arenas
+    jemalloc makes after it (each thread allocates from one arena), not its first one, made
+    when pyarrow's import started it; and a thread first takes an arena no thread is bound to,
+    so the first decoding thread took that one. Bound to the thread that calls this (one
+    allocation), it is left to that thread, and the decoding threads take new arenas.
+    HybridBackend's benchmark (batches of 200,000 rows, one CPU, 40 batches): ~230 ms a batch
+    with the decoding in the first arena, ~145 with new ones, the pyarrow floor ~115. The
+    pool's memory then stays at its peak (the batches in flight) until the process ends or
+    `pool.release_unused()` is called (giving it back at the end of each pass cost ~0.3 s a
+    pass there). Where `JE_ARROW_MALLOC_CONF` is set, its settings stand."""
     try:
         pool = pa.jemalloc_memory_pool()
     except NotImplementedError:
         return None
     if "JE_ARROW_MALLOC_CONF" not in os.environ:
         pa.jemalloc_set_decay_ms(-1)
+        pa.allocate_buffer(1, memory_pool=pool)  # binds this thread to the first free arena
     return pool
 
 

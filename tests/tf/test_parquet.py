@@ -482,6 +482,46 @@ def test_the_decoding_pool_keeps_the_pages_it_frees_unless_the_environment_says_
     assert decoding_pool().backend_name == "jemalloc" and decays == [-1]
 
 
+_DECODE_IN_A_NEW_THREAD = """
+import threading, numpy as np, pyarrow as pa
+from beam_tensorize.tf._files import _POOL  # made by decoding_pool at import, in this thread
+def resident():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+given_back = []
+def decode():  # as a decoding thread does: a batch's memory filled, then freed
+    batch = pa.allocate_buffer(256 << 20, memory_pool=_POOL)
+    np.frombuffer(batch, np.uint8)[:] = 1
+    held = resident()
+    del batch
+    given_back.append(held - resident())
+thread = threading.Thread(target=decode)
+thread.start()
+thread.join()
+print(given_back[0] >> 20)
+"""
+
+
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="jemalloc makes one arena only for a process on one CPU"
+)
+def test_a_decoding_thread_keeps_the_pages_it_frees_in_a_process_started_as_usual():
+    """jemalloc's decay setting reaches only the arenas made after it; its first arena, made
+    when pyarrow's import started jemalloc, gives freed pages back. A new thread first takes an
+    arena no thread is bound to: `decoding_pool` binds the calling thread to it, so a decoding
+    thread takes a new arena and keeps what it frees (in a fresh process: this one's arenas are
+    taken already)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JE_ARROW_MALLOC_CONF"}
+    done = subprocess.run(
+        [sys.executable, "-c", _DECODE_IN_A_NEW_THREAD],
+        capture_output=True, text=True, env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) < 32  # MiB of the 256 given back to the kernel (256 without the binding)
+
+
 def _marked_functions(graph: tf.Graph) -> dict[str, bool]:
     """Each function of `graph`: whether it carries `_compat.SINGLE_DEVICE`'s attribute."""
     return {
