@@ -23,7 +23,7 @@ import posixpath
 import sys
 from collections.abc import Sequence
 
-from beam_tensorize.runners.startup import command_imports
+from beam_tensorize.runners.startup import command_imports, objects_set_aside
 
 with command_imports(__name__):  # only as the program; see beam_tensorize/runners/startup.py
     import apache_beam as beam
@@ -138,7 +138,13 @@ def _check_pairs(options: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job; returns the process exit code."""
+    """Run the job; returns the process exit code. The caller's objects stay out of the
+    garbage collector's passes while the job runs (`objects_set_aside`)."""
+    with objects_set_aside():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = [_our_spelling(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
         parser = _parser()

@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from beam_tensorize.runners.startup import command_imports
+from beam_tensorize.runners.startup import command_imports, objects_set_aside
 
 with command_imports(__name__):  # only as the program; see beam_tensorize/runners/startup.py
     import apache_beam as beam
@@ -215,8 +215,10 @@ def _remove_own_temporaries(output: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; returns the process exit code. The log file (in the temporary folder) is
-    kept only when the command fails."""
-    code = _main(argv)
+    kept only when the command fails. The caller's objects stay out of the garbage
+    collector's passes while the job runs (`objects_set_aside`)."""
+    with objects_set_aside():
+        code = _main(argv)
     if code == 0:
         console.discard_log()
     return code

@@ -31,7 +31,7 @@ import gc
 import os
 from collections.abc import Iterator
 
-__all__ = ["command_imports"]
+__all__ = ["command_imports", "objects_set_aside"]
 
 
 @contextlib.contextmanager
@@ -54,3 +54,30 @@ def command_imports(module: str = "__main__") -> Iterator[None]:
         gc.freeze()
         if running:
             gc.enable()
+
+
+@contextlib.contextmanager
+def objects_set_aside() -> Iterator[None]:
+    """The objects that exist when the block starts are left out of the garbage collector's
+    passes inside it (`gc.freeze`), and given back to it at its end (`gc.unfreeze`); what the
+    block makes is collected as usual. A program that runs a job in its own process
+    (`pipelines.tensorize.main([...])`) with a large heap paid for full passes over it: with
+    TensorFlow and TF Transform imported (~510,000 objects), one pass during a 1M-row run took
+    0.38 s. Nothing is done where objects are frozen already (a command's imports, see
+    `command_imports`, or the program's own `gc.freeze`): which are whose is not known.
+
+    Example:
+        >>> frozen = gc.get_freeze_count()
+        >>> with objects_set_aside():
+        ...     inside = gc.get_freeze_count()
+        >>> frozen > 0 or (inside > 0 and gc.get_freeze_count() == 0)
+        True
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -547,13 +547,18 @@ def test_no_zygote_is_forked_while_other_threads_run():
 
 def test_a_command_imported_as_a_library_leaves_the_process_as_it_was_and_run_as_one_sets_it_up():
     """`import pipelines.tensorize` (a program using `build_pipeline`) neither freezes the
-    program's objects out of the collector's sight nor sets its numpy's threads; the installed
-    `beam-tensorize` command (`pipelines.commands.tensorize`) runs the module as the program,
-    which does both."""
+    program's objects out of the collector's sight nor sets its numpy's threads; its `main`
+    (and prep_ranking's) sets them aside while a job runs only, then gives them back; the
+    installed `beam-tensorize` command (`pipelines.commands.tensorize`) runs the module as the
+    program, which does both."""
     code = (
         "import atexit, gc, os, sys\n"
         "import pipelines.tensorize, pipelines.prep_ranking\n"
         "print(gc.get_freeze_count(), os.environ.get('OPENBLAS_NUM_THREADS'), gc.isenabled())\n"
+        "for command in (pipelines.tensorize, pipelines.prep_ranking):\n"
+        "    command._main = lambda argv: print('during a job', gc.get_freeze_count() > 0) or 0\n"
+        "    command.main([])\n"
+        "print('after', gc.get_freeze_count())\n"
         "atexit.register(lambda: print(gc.get_freeze_count() > 0, os.environ.get('OPENBLAS_NUM_THREADS')))\n"
         "sys.argv[1:] = ['--version']\n"
         "from pipelines.commands import tensorize\n"
@@ -564,7 +569,14 @@ def test_a_command_imported_as_a_library_leaves_the_process_as_it_was_and_run_as
     from beam_tensorize import __version__
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["0 None True", f"beam_tensorize {__version__}", "True 1"]
+    assert done.stdout.splitlines() == [
+        "0 None True",
+        "during a job True",
+        "during a job True",
+        "after 0",
+        f"beam_tensorize {__version__}",
+        "True 1",
+    ]
 
 
 def test_a_stage_whose_input_cannot_be_split_runs_on_one_worker_and_the_others_on_all():
