@@ -125,9 +125,12 @@ def _to_float32(values: pa.Array, layout: FeatureLayout, flag: Flag) -> pa.Array
             f"tensor {layout.name!r}: dtype {layout.dtype} needs numbers, got {source}{_what_to_do(source)}"
         )
     as_float = np.asarray(values.cast(pa.float64()))
-    with np.errstate(invalid="ignore"):
-        overflow = np.isfinite(as_float) & (np.abs(as_float) > np.finfo(np.float32).max)
-    flag(overflow, "value overflows a 32-bit float")
+    limit = np.finfo(np.float32).max
+    # two passes without temporaries; a NaN (or null), an infinity or an overflow: look closer
+    if len(as_float) and not (-limit <= as_float.min() and as_float.max() <= limit):
+        with np.errstate(invalid="ignore"):
+            overflow = np.isfinite(as_float) & (np.abs(as_float) > limit)
+        flag(overflow, "value overflows a 32-bit float")
     return values.cast(pa.float32(), safe=False)
 
 
