@@ -36,6 +36,7 @@ with command_imports(__name__):  # only as the program; see beam_tensorize/runne
         command_setup,
         direct_runner_for,
         job_options,
+        removed_unless_run,
         start_worker_zygote,
     )
     from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
@@ -190,10 +191,11 @@ def _main(argv: Sequence[str] | None) -> int:
         if __name__ == "__main__":  # the command owns the process: its workers' zygote
             start_worker_zygote(pipeline_options)
         pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
-        _ = pipeline | PrepRankingData(
-            source, output, metadata, settings, split, record_format, num_files, options.save_mode,
-            input_format=input_format, metadata_dir=options.output_metadata_path, shuffle=shuffle,
-        )  # fmt: skip
+        with removed_unless_run(pipeline):
+            _ = pipeline | PrepRankingData(
+                source, output, metadata, settings, split, record_format, num_files, options.save_mode,
+                input_format=input_format, metadata_dir=options.output_metadata_path, shuffle=shuffle,
+            )  # fmt: skip
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -20,16 +20,21 @@ loudly, naming them, when a Beam release moves them).
   `_get_bundle_manager(bundle_context_manager)`, `fn_runner.BundleManager`, and the stage
   inputs' buffers (`execution.ListBuffer._inputs` / `_coder_impl`,
   `execution.GroupingBuffer._table`): a stage whose input cannot be split goes to one worker
-  (`_at_most_one_part`).
+  (`_at_most_one_part`);
+* `Pipeline.local_tempdir`, the folder a `beam.Pipeline` makes when it is created and removes
+  in `run()` (`removed_unless_run`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import shutil
 import sys
 import types
 import weakref
+from collections.abc import Iterator
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineRunner
@@ -67,6 +72,21 @@ class CachedViewOptions(PipelineOptions):
         if view is None:
             view = views[cls] = super().view_as(cls)
         return view
+
+
+@contextlib.contextmanager
+def removed_unless_run(pipeline) -> Iterator:
+    """A `beam.Pipeline` being built: if the block fails (a pre-flight check refuses the job),
+    the pipeline will not run, and the temporary folder Beam made for it when it was created
+    (`beam-pipeline-temp*`, which only `run()` removes) goes now; each refused command left
+    one in the temporary directory."""
+    try:
+        yield pipeline
+    except BaseException:
+        folder = getattr(pipeline, "local_tempdir", None)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def fn_api_runner(options: PipelineOptions) -> PipelineRunner:

@@ -31,9 +31,10 @@ from beam_tensorize.runners._compat import (
     cache_signatures,
     fn_api_runner,
     prompt_state_samplers,
+    removed_unless_run,
 )
 
-__all__ = ["command_setup", "direct_runner_for", "job_options", "start_worker_zygote"]
+__all__ = ["command_setup", "direct_runner_for", "job_options", "removed_unless_run", "start_worker_zygote"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}

@@ -403,6 +403,15 @@ def test_the_beam_internals_the_runner_uses_are_there():
     assert "self._table" in inspect.getsource(execution.GroupingBuffer.__init__), (
         "GroupingBuffer._table moved"
     )
+    import apache_beam as beam
+
+    from beam_tensorize.runners._compat import removed_unless_run
+
+    with pytest.raises(RuntimeError), removed_unless_run(beam.Pipeline()) as pipeline:
+        made = pipeline.local_tempdir  # Pipeline.local_tempdir moved, if this fails
+        assert os.path.isdir(made)
+        raise RuntimeError("refused")
+    assert not os.path.exists(made)
 
 
 def test_cached_signatures_are_read_again_when_a_function_changes():
