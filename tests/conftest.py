@@ -1,12 +1,15 @@
-"""Shared fixtures: one local SparkSession for the whole test session (Spark tests only)."""
+"""Shared fixtures: one local SparkSession for the whole test session (Spark tests only); the
+empty folders Beam made for pipelines the tests built but never ran, removed at the end."""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -16,6 +19,19 @@ _SPARK_ENV = {
     "PYSPARK_PYTHON": sys.executable,
     "PYSPARK_DRIVER_PYTHON": sys.executable,
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_beam_pipeline_folders_left():
+    """Beam makes a `beam-pipeline-temp*` folder for each `beam.Pipeline` and removes it in
+    `run()` only; tests that build a pipeline to look at its graph, or whose pipeline is
+    refused while it is built, never run it. Those this session made, empty at its end, go."""
+    pattern = os.path.join(tempfile.gettempdir(), "beam-pipeline-temp*")
+    before = set(glob.glob(pattern))
+    yield
+    for folder in set(glob.glob(pattern)) - before:
+        with contextlib.suppress(OSError):  # not empty: left as it is
+            os.rmdir(folder)
 
 
 @pytest.fixture(scope="session")
