@@ -33,10 +33,10 @@ with command_imports(__name__):  # only as the program; see beam_tensorize/runne
     from beam_tensorize.job.metadata import read_metadata
     from beam_tensorize.kernels.ranking import RECORD_FORMATS, RankingSettings
     from beam_tensorize.runners.direct import (
+        beam_folder_removed,
         command_setup,
         direct_runner_for,
         job_options,
-        removed_unless_run,
         start_worker_zygote,
     )
     from beam_tensorize.transforms.ranking import PrepRankingData, read_avro2tf_metadata
@@ -190,20 +190,24 @@ def _main(argv: Sequence[str] | None) -> int:
         pipeline_options = job_options(beam_args)
         if __name__ == "__main__":  # the command owns the process: its workers' zygote
             start_worker_zygote(pipeline_options)
-        pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
-        with removed_unless_run(pipeline):
+    except (ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
+    with beam_folder_removed(pipeline):  # gone with the run, or when the job is refused
+        try:
             _ = pipeline | PrepRankingData(
                 source, output, metadata, settings, split, record_format, num_files, options.save_mode,
                 input_format=input_format, metadata_dir=options.output_metadata_path, shuffle=shuffle,
             )  # fmt: skip
-    except (ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
-        pipeline.run().wait_until_finish()
-    except Exception as err:  # noqa: BLE001 - any failure of the job ends the command the same way
-        print(f"error: the job failed: {str(err).strip().splitlines()[-1]}", file=sys.stderr)
-        return 1
+        except (ValueError, OSError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        try:
+            pipeline.run().wait_until_finish()
+        except Exception as err:  # noqa: BLE001 - any failure of the job ends the command the same way
+            print(f"error: the job failed: {str(err).strip().splitlines()[-1]}", file=sys.stderr)
+            return 1
     if not options.quiet:
         print(_summary(options, split, settings, record_format))
     return 0

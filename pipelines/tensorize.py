@@ -55,10 +55,10 @@ with command_imports(__name__):  # only as the program; see beam_tensorize/runne
         record_result,
     )
     from beam_tensorize.runners.direct import (
+        beam_folder_removed,
         command_setup,
         direct_runner_for,
         job_options,
-        removed_unless_run,
         start_worker_zygote,
     )
     from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
@@ -282,10 +282,13 @@ def _preflight(
     # Its child imports matplotlib while the job graph is built (workers of other processes
     # draw the page themselves).
     run_owns.enter_context(page_renderer(spec.report == "html" and in_process and not dry_run))
-    with removed_unless_run(beam.Pipeline(runner=runner, options=pipeline_options)) as pipeline:
-        build_pipeline(pipeline, spec)
-        if not dry_run:
-            _check_before_run(spec, options.quiet)
+    # the pipeline's temporary folder goes with the run, or when the job is refused
+    pipeline = run_owns.enter_context(
+        beam_folder_removed(beam.Pipeline(runner=runner, options=pipeline_options))
+    )
+    build_pipeline(pipeline, spec)
+    if not dry_run:
+        _check_before_run(spec, options.quiet)
     return spec, pipeline, dry_run
 
 

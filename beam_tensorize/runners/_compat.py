@@ -22,7 +22,7 @@ loudly, naming them, when a Beam release moves them).
   `execution.GroupingBuffer._table`): a stage whose input cannot be split goes to one worker
   (`_at_most_one_part`);
 * `Pipeline.local_tempdir`, the folder a `beam.Pipeline` makes when it is created and removes
-  in `run()` (`removed_unless_run`).
+  in `run()` (`beam_folder_removed`).
 """
 
 from __future__ import annotations
@@ -75,18 +75,17 @@ class CachedViewOptions(PipelineOptions):
 
 
 @contextlib.contextmanager
-def removed_unless_run(pipeline) -> Iterator:
-    """A `beam.Pipeline` being built: if the block fails (a pre-flight check refuses the job),
-    the pipeline will not run, and the temporary folder Beam made for it when it was created
-    (`beam-pipeline-temp*`, which only `run()` removes) goes now; each refused command left
-    one in the temporary directory."""
+def beam_folder_removed(pipeline) -> Iterator:
+    """The temporary folder Beam made for `pipeline` when it was created
+    (`beam-pipeline-temp*`) is gone when the block ends. `run()` removes it itself; a pipeline
+    built but never run (a pre-flight check refused the job, or the output's lock was taken)
+    left it in the temporary directory, one folder per refused command."""
     try:
         yield pipeline
-    except BaseException:
+    finally:
         folder = getattr(pipeline, "local_tempdir", None)
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
-        raise
 
 
 def fn_api_runner(options: PipelineOptions) -> PipelineRunner:

@@ -27,14 +27,14 @@ from apache_beam.runners.runner import PipelineRunner
 from beam_tensorize.runners import worker_zygote
 from beam_tensorize.runners._compat import (
     CachedViewOptions,
+    beam_folder_removed,
     cache_dofn_specs,
     cache_signatures,
     fn_api_runner,
     prompt_state_samplers,
-    removed_unless_run,
 )
 
-__all__ = ["command_setup", "direct_runner_for", "job_options", "removed_unless_run", "start_worker_zygote"]
+__all__ = ["command_setup", "direct_runner_for", "job_options", "beam_folder_removed", "start_worker_zygote"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
