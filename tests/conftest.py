@@ -1,5 +1,6 @@
 """Shared fixtures: one local SparkSession for the whole test session (Spark tests only); the
-empty folders Beam made for pipelines the tests built but never ran, removed at the end."""
+empty folders Beam made for pipelines the tests built but never ran, removed at the end; a
+test's own temporary directory."""
 
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ def _no_beam_pipeline_folders_left():
     for folder in set(glob.glob(pattern)) - before:
         with contextlib.suppress(OSError):  # not empty: left as it is
             os.rmdir(folder)
+
+
+@pytest.fixture
+def own_tempdir(tmp_path, monkeypatch):
+    """A fresh, empty folder as the temporary directory (`tempfile`'s) of one test: what the
+    code under test leaves there can be listed."""
+    folder = tmp_path / "temporary"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -264,12 +264,7 @@ def test_an_empty_input_gives_a_complete_empty_output_and_says_so(tmp_path, caps
     assert metadata["data"]["trainingData"]["numRecords"] == 0
 
 
-def test_an_input_pattern_that_matches_nothing_is_an_error(tmp_path, capsys, monkeypatch):
-    import tempfile
-
-    temporary = tmp_path / "temporary"
-    temporary.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+def test_an_input_pattern_that_matches_nothing_is_an_error(tmp_path, capsys, own_tempdir):
     out = tmp_path / "o"
     code, err = _run(
         capsys, "--input", str(tmp_path / "none-*.avro"), "--config", SAMPLE_CONFIG, "--output", str(out)
@@ -280,7 +275,7 @@ def test_an_input_pattern_that_matches_nothing_is_an_error(tmp_path, capsys, mon
     )
     assert not out.exists()  # found out before anything is read or written
     # and Beam's folder for the pipeline, built but never run, is gone
-    assert [p.name for p in temporary.iterdir() if p.name.startswith("beam-pipeline-temp")] == []
+    assert list(own_tempdir.glob("beam-pipeline-temp*")) == []
 
 
 def test_overwrite_with_another_config_leaves_no_stale_feature_lists(tmp_path):

@@ -168,14 +168,9 @@ def test_elwc_records_hold_the_context_and_one_example_per_document(tensorized):
     )
 
 
-def test_bad_settings_are_one_line(tensorized, capsys, tmp_path, monkeypatch):
+def test_bad_settings_are_one_line(tensorized, capsys, own_tempdir):
     """Each a one-line error; a refused job leaves no folder in the temporary directory
     (Beam's `beam-pipeline-temp*` of a pipeline built but never run)."""
-    import tempfile
-
-    temporary = tmp_path / "temporary"
-    temporary.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     root, tensorized_dir = tensorized
     base = ["--input", str(tensorized_dir), "--output", str(root / "x"), "--group_list_max_size", "2"]
     for extra, message in [
@@ -195,7 +190,7 @@ def test_bad_settings_are_one_line(tensorized, capsys, tmp_path, monkeypatch):
     ]:
         assert prep_ranking([*base, *extra]) == 2
         assert f"error: {message}" in capsys.readouterr().err
-    assert [p.name for p in temporary.iterdir() if p.name.startswith("beam-pipeline-temp")] == []
+    assert list(own_tempdir.glob("beam-pipeline-temp*")) == []
 
 
 def _elwc(data: bytes) -> tuple[list, object]:

@@ -367,7 +367,7 @@ def test_avro2tf_spellings_training_and_a_trailing_group_separator(tmp_path):
 
 
 @pytest.mark.parametrize("runner", [[], ["--runner", "DirectRunner"]])
-def test_the_direct_runner_runs_in_process_without_trying_prism(tmp_path, monkeypatch, runner):
+def test_the_direct_runner_runs_in_process_without_trying_prism(tmp_path, monkeypatch, runner, own_tempdir):
     """The DirectRunner (the default) is Beam's in-process runner whatever the network allows:
     Beam's Prism runner is never started, and the temporary directory gets no `beam-temp*`
     folder from its job server."""
@@ -381,13 +381,10 @@ def test_the_direct_runner_runs_in_process_without_trying_prism(tmp_path, monkey
         return run_on_prism(self, *args, **kwargs)
 
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", record)
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     assert main(["--output", str(tmp_path / "out"), "--quiet", "--report", "none", *runner]) == 0
     assert (tmp_path / "out" / "_SUCCESS").exists()
     assert tried == []
-    assert sorted(p.name for p in temp.iterdir() if p.name.startswith("beam-temp")) == []
+    assert list(own_tempdir.glob("beam-temp*")) == []
 
 
 def test_the_runner_of_other_flags_is_beams_choice():
