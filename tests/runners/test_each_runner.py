@@ -500,20 +500,32 @@ def facts(x):
     inherited = [h for h in logging.getLogger().handlers if getattr(h, "probe", False)]
     return (x, worker_zygote.forked_worker(), os.environ.get("ZYGOTE_PROBE"), len(inherited))
 
+folder = sys.argv[1]
+
+def record(f):  # a file per element: what the workers print to standard output is not checked here
+    with open(os.path.join(folder, f"{f[0]}.json"), "w") as out:
+        json.dump(f, out)
+
 with beam.Pipeline(runner=direct_runner_for(options), options=options) as p:
     seen = p | beam.Create([1, 2, 3]) | beam.Map(facts)
-    seen | beam.Map(lambda f: print("FACT", json.dumps(f), flush=True))
+    seen | beam.Map(record)
 print(json.dumps({"started": started, "zygote": worker_zygote.zygote_pid()}))
 """
 
 
 def _probe(env: dict) -> tuple[dict, list]:
-    done = subprocess.run([sys.executable, "-c", _ZYGOTE_PROBE], env=env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    facts = sorted(json.loads(line[5:]) for line in lines if line.startswith("FACT "))
-    return json.loads(lines[-1]), facts
+    """The probe's summary line, and the facts each element's worker recorded."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([sys.executable, "-c", _ZYGOTE_PROBE, folder], env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        facts = []
+        for name in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, name)) as f:
+                facts.append(json.load(f))
+    return json.loads(done.stdout.splitlines()[-1]), sorted(facts)
 
 
 def test_zygote_workers_get_the_runners_environment_not_the_commands_logging():
