@@ -301,7 +301,8 @@ def _first_batch(paths: dict[str, str], args) -> None:
 
 
 def _scaling(path: str, args) -> None:
-    """from_parquet and the floor on one CPU and on two, alternating run by run; and the
+    """from_parquet (started as usual, and as from_parquet_keep) and the jemalloc floor on one
+    CPU and on two, alternating run by run; and the
     machine's ceiling: two one-CPU from_parquet processes at once, on CPUs 0 and 1 (two
     processors that are threads of one core, or share other tenants' time, give less than
     twice one's rows/s whatever the reader does)."""
@@ -344,7 +345,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--scaling", action="store_true",
-        help="instead: from_parquet and the floor on one CPU and on two (both CPUs, TensorFlow's pools "
+        help="instead: from_parquet, from_parquet_keep and the floor on one CPU and on two (both CPUs, TensorFlow's pools "
         "at 2, pyarrow decoding in threads), alternating; prints the two-CPU / one-CPU rates",
     )  # fmt: skip
     parser.add_argument(

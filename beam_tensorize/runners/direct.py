@@ -34,7 +34,7 @@ from beam_tensorize.runners._compat import (
     prompt_state_samplers,
 )
 
-__all__ = ["command_setup", "direct_runner_for", "job_options", "beam_folder_removed", "start_worker_zygote"]
+__all__ = ["beam_folder_removed", "command_setup", "direct_runner_for", "job_options", "start_worker_zygote"]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
