@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -26,7 +27,7 @@ import tensorflow as tf
 from beam_tensorize.kernels.filesystems import filesystem_for
 from beam_tensorize.kernels.output.dedup import restore_block
 from beam_tensorize.tf._compat import decoding_pool, parquet_file
-from beam_tensorize.tf._rows import row_group_range
+from beam_tensorize.tf._rows import CUT, row_group_range
 from beam_tensorize.tf.dataframe import DataFrame
 
 _LOGGER = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class _TableFile:
             self._parquet = parquet_file(handle, pool=_POOL)
             self.schema_arrow = self._parquet.schema_arrow
         self._format = file_format
+        #: the file opened again to read given string columns through their dictionaries
+        self._through: dict[tuple[str, ...], object] = {}
 
     def dictionary_encoded(self, columns: Sequence[str]) -> list[str]:
         """Those of `columns` (top-level) that every row group stores with a dictionary
@@ -102,7 +105,10 @@ class _TableFile:
             threads = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
             reader = self._parquet
             if dictionaries:
-                reader = parquet_file(self._handle, reader.metadata, list(dictionaries), _POOL)
+                key = tuple(dictionaries)
+                if key not in self._through:
+                    self._through[key] = parquet_file(self._handle, reader.metadata, list(key), _POOL)
+                reader = self._through[key]
             if row_groups is not None and not row_groups:
                 return
             yield from reader.iter_batches(
@@ -160,13 +166,14 @@ def _keeps_every_value(stored: tf.DType, wanted: tf.DType) -> bool:
     return not wanted.is_unsigned and wanted.size >= stored.size
 
 
-def _column_of(schema: pa.Schema, name: str, ignore_case: bool) -> str | None:
-    """The file's column for field `name` (with `ignore_case`, a column named alike but for
-    case when none is named exactly so, as HybridBackend's `field_ignore_case`)."""
-    if name in schema.names:
+def _column_of(names: Sequence[str], name: str, ignore_case: bool) -> str | None:
+    """The file's column (of its columns' `names`) for field `name` (with `ignore_case`, a
+    column named alike but for case when none is named exactly so, as HybridBackend's
+    `field_ignore_case`)."""
+    if name in names:
         return name
     if ignore_case:
-        alike = [c for c in schema.names if c.lower() == name.lower()]
+        alike = [c for c in names if c.lower() == name.lower()]
         if alike:
             return alike[0]
     return None
@@ -175,15 +182,17 @@ def _column_of(schema: pa.Schema, name: str, ignore_case: bool) -> str | None:
 def _resolve_fields(schema: pa.Schema, fields, path: str, ignore_case: bool = False) -> list[_Field]:
     """The fields to read: given ones (names or `Field`s) completed from the file's schema.
     Fields with a `default_value` are not read (HybridBackend's rule): they are kept as given."""
+    names = schema.names  # made anew at each call
     if fields is None:
-        fields = schema.names
+        fields = names
+    names = frozenset(names) if not ignore_case else names
     resolved = []
     for field in fields:
         field = field if isinstance(field, _Field) else _Field(field)
         if field.default_value is not None:
             resolved.append(field)
             continue
-        column = _column_of(schema, field.name, ignore_case)
+        column = _column_of(names, field.name, ignore_case)
         if column is None:
             raise ValueError(f"{path}: no column {field.name!r}; the file has {schema.names}")
         leaf, depth = _leaf(schema.field(column).type)
@@ -229,23 +238,42 @@ class _Options(NamedTuple):
 
 
 def _file_batches(
-    path: str, fields: Sequence[_Field], options: _Options, rows: int
+    path: str,
+    fields: Sequence[_Field],
+    options: _Options,
+    rows: int,
+    first: int = 0,
+    resolved_on: pa.Schema | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """One file's rows of `fields` (named as the fields; of its share of row groups with
-    `partition_count`), in record batches of about `rows` rows."""
+    `partition_count`), in record batches of about `rows` rows.
+
+    With `first` (a Parquet file's, not deduplicated): its first `first` rows come alone, read
+    by a reader of their own, each followed by a `CUT`: a new iterator's first batch costs
+    decoding those rows, not a whole chunk (the rows are decoded again by the reader of the
+    rest, which starts with its row group). `resolved_on`: the schema `fields` were resolved
+    against; a file of that very schema is not checked again."""
     file = _open(path, options.file_format)
     schema = file.schema_arrow
     dedup = options.dedup
     if dedup is not None:
         schema = dedup.restored_schema(schema)
-    _check_fields(schema, fields, path, options.ignore_case)
-    columns = {f.name: _column_of(schema, f.name, options.ignore_case) for f in fields}
+    if resolved_on is None or not schema.equals(resolved_on):
+        _check_fields(schema, fields, path, options.ignore_case)
+    names = frozenset(schema.names) if not options.ignore_case else schema.names
+    columns = {f.name: _column_of(names, f.name, options.ignore_case) for f in fields}
     groups = None
     if options.partition_count > 1:
         groups = list(row_group_range(file.row_groups, options.partition_count, options.partition_index))
     if dedup is None:
         strings = [columns[f.name] for f in fields if f.dtype == tf.string and f.ragged_rank == 0]
-        batches = file.iter_batches(rows, list(columns.values()), file.dictionary_encoded(strings), groups)
+        read = functools.partial(
+            file.iter_batches,
+            columns=list(columns.values()),
+            dictionaries=file.dictionary_encoded(strings),
+            row_groups=groups,
+        )
+        batches = _started(read, rows, first) if first and options.file_format == "parquet" else read(rows)
     else:
         stored = file.iter_batches(_BLOCKS_PER_READ, dedup.stored(list(columns.values())), (), groups)
         batches = (
@@ -255,6 +283,9 @@ def _file_batches(
     read = 0
     try:
         for batch in batches:
+            if batch is CUT:
+                yield batch
+                continue
             read += batch.num_rows
             yield pa.RecordBatch.from_arrays([batch.column(c) for c in columns.values()], names=list(columns))
     except (pa.ArrowException, OSError) as error:
@@ -264,6 +295,33 @@ def _file_batches(
                 "(skip_corrupted_data=True reads the other files and skips the rest of this one)"
             ) from None
         _LOGGER.warning("skipping the rest of %s after row %d: %s", path, read, error)
+
+
+def _started(read, rows: int, first: int) -> Iterator:
+    """`read(rows)`'s batches, its first `first` rows (read by `read(first)`) coming before
+    them alone, each part followed by a `CUT` when it is a whole number of `first` rows.
+    (A reader may cut its batches at row groups: a dictionary-encoded column's do.)"""
+    got = 0
+    for piece in read(first):
+        take = min(piece.num_rows, first - got)
+        yield piece if take == piece.num_rows else piece.slice(0, take)
+        got += take
+        if got == first:
+            break
+    if got < first:  # the whole file
+        return
+    yield CUT
+    skip, rest = first, iter(read(rows))
+    for piece in rest:
+        if skip >= piece.num_rows:
+            skip -= piece.num_rows
+            continue
+        piece = piece.slice(skip)
+        yield piece
+        if piece.num_rows % first == 0:
+            yield CUT
+        break
+    yield from rest
 
 
 #: Deduplicated blocks read from a file at a time.

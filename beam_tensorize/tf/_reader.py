@@ -110,6 +110,8 @@ class _Reader:
                 raise ValueError("from_parquet needs one or more files")
             self._names = names
             first = names[0]
+        #: the schema the fields were resolved against (files of that schema need no check)
+        self._schema = None
         if first is None:  # checked against each file when it is read
             self.fields = [
                 f
@@ -129,6 +131,7 @@ class _Reader:
                     )
                 schema = dedup.restored_schema(schema)
             self.fields = _resolve_fields(schema, fields, first, options.ignore_case)
+            self._schema = schema
         self._read_fields = [f for f in self.fields if f.default_value is None]
         self._defaults = [f for f in self.fields if f.default_value is not None]
         if not self._read_fields:
@@ -165,12 +168,21 @@ class _Reader:
         layout = Layout(fields, batch_size, one_per_chunk=chunk == batch_size, sparse=sparse)
         iterations = itertools.count()
 
+        # a new iterator's first batch comes alone: no waiting for a whole chunk decoded
+        alone = batch_size if shuffle is None and chunk > batch_size and dedup is None else 0
+
         def stream(names) -> Iterator[dict]:
             sources = [
                 functools.partial(
-                    _file_batches, n.decode() if isinstance(n, bytes) else n, fields, options, chunk
+                    _file_batches,
+                    n.decode() if isinstance(n, bytes) else n,
+                    fields,
+                    options,
+                    chunk,
+                    first=alone if index == 0 else 0,
+                    resolved_on=self._schema,
                 )
-                for n in names
+                for index, n in enumerate(names)
             ]
             rows = in_order(sources, reads)
             if shuffle is not None:

@@ -21,9 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["in_order", "joined", "row_group_range", "shuffled"]
+__all__ = ["CUT", "in_order", "joined", "row_group_range", "shuffled"]
 
 _DONE = object()
+
+#: In a stream of record batches: the rows so far end a chunk here (`joined`). A source
+#: yields it only after a whole number of batches since the last chunk's end.
+CUT = object()
 
 
 def in_order(sources: Sequence[Callable[[], Iterator]], ahead: int) -> Iterator:
@@ -99,10 +103,16 @@ def _unified(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
 
 def joined(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
     """`batches` cut and joined into record batches of `rows` rows, across files (the last may
-    be smaller); batches of that size pass through uncopied."""
+    be smaller); batches of that size pass through uncopied. At a `CUT`, the rows pending
+    make a batch of their own (`_file_batches` starts a new iterator's stream that way)."""
     pending: list[pa.RecordBatch] = []
     count = 0
     for batch in batches:
+        if batch is CUT:
+            if count:
+                yield _combined(pending)
+            pending, count = [], 0
+            continue
         if not pending and batch.num_rows == rows:
             yield batch
             continue
@@ -115,7 +125,14 @@ def joined(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBa
             yield table.slice(0, rows).combine_chunks().to_batches()[0]
             pending, count = table.slice(rows).to_batches(), count - rows
     if count:
-        yield pa.Table.from_batches(_unified(pending)).combine_chunks().to_batches()[0]
+        yield _combined(pending)
+
+
+def _combined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """`batches` as one record batch (one of them as it is)."""
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(_unified(batches)).combine_chunks().to_batches()[0]
 
 
 def shuffled(

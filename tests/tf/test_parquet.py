@@ -259,6 +259,43 @@ def test_batches_cross_row_groups_and_chunks_and_give_every_row_in_order(
     assert sizes == [batch_size] * (50 // batch_size)
 
 
+def test_a_new_iterator_s_first_batch_is_read_alone_and_the_chunks_after_it_stay_whole(tmp_path, monkeypatch):
+    """A new iterator's first batch crosses into TensorFlow alone, read by a reader of its own
+    (not decoded with the rest of a chunk): then the rest of the first chunk, then whole
+    chunks passed through uncopied. The rows are the file's, in order, whether the reader
+    cuts its batches at row groups (string columns read through their dictionaries) or not;
+    a shuffling dataset reads whole chunks from the start."""
+    from beam_tensorize.tf import _chunks, _reader
+
+    monkeypatch.setattr(_reader, "_CHUNK_ROWS", 40)
+    table = _wide_table(0, 130)
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(table, path, row_group_size=50)
+    chunks = []
+    encode = _chunks.Layout.encode
+
+    def recorded(self, batch):
+        chunks.append(batch.num_rows)
+        return encode(self, batch)
+
+    monkeypatch.setattr(_chunks.Layout, "encode", recorded)
+    rows = _plain_rows(table)
+    numbers = [f"i{j}" for j in range(3)] + [f"l{j}" for j in range(3)] + ["nested"]
+    batches = [_batch_rows(b) for b in ParquetDataset(path, batch_size=8, fields=numbers)]
+    assert batches == [[{c: r[c] for c in numbers} for r in rows[i : i + 8]] for i in range(0, 130, 8)]
+    assert chunks == [8, 32, 40, 40, 10]
+    chunks.clear()
+    batches = [_batch_rows(b) for b in ParquetDataset(path, batch_size=8)]  # strings by their dictionaries
+    assert batches == [rows[i : i + 8] for i in range(0, 130, 8)]
+    assert chunks[0] == 8 and sum(chunks) == 130 and all(n % 8 == 0 for n in chunks[:-1])
+    chunks.clear()
+    shuffled = list(Dataset.from_parquet(path, fields=["i0"]).shuffle_batch(8, buffer_size=16))
+    assert sorted(v for b in shuffled for v in b["i0"].numpy().tolist()) == sorted(
+        0 if v is None else v for v in table.column("i0").to_pylist()
+    )
+    assert chunks[0] == 40
+
+
 def test_joined_cuts_and_joins_record_batches_across_files():
     from beam_tensorize.tf._rows import joined
 

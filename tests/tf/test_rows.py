@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from beam_tensorize.tf._rows import in_order, joined, row_group_range, shuffled
+from beam_tensorize.tf._rows import CUT, in_order, joined, row_group_range, shuffled
 
 
 def _source(values, delay=0.0, fail_after=None):
@@ -41,6 +41,18 @@ def test_joined_cuts_across_files_that_store_a_column_differently():
     out = list(joined(iter([plain, dictionary, plain]), rows=4))
     assert [b.column("s").to_pylist() for b in out] == [["a", "b", "c", "d"], ["e", "a", "b", "c"]]
     assert all(b.schema.field("s").type == pa.string() for b in out)
+
+
+def test_a_cut_ends_a_chunk_where_it_stands():
+    pieces = [pa.record_batch({"x": list(range(a, b))}) for a, b in [(0, 2), (2, 8), (8, 16), (16, 19)]]
+    out = list(joined(iter([pieces[0], CUT, pieces[1], CUT, CUT, pieces[2], pieces[3], CUT]), rows=8))
+    assert [b.column("x").to_pylist() for b in out] == [
+        [0, 1],
+        list(range(2, 8)),
+        list(range(8, 16)),
+        [16, 17, 18],
+    ]
+    assert out[0] is pieces[0] and out[1] is pieces[1] and out[2] is pieces[2]  # none copied
 
 
 def test_shuffled_draws_every_row_once_from_the_buffer_reproducibly():
