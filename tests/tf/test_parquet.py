@@ -505,6 +505,23 @@ def test_parquet_files_are_decoded_into_jemalloc_s_pool(tmp_path):
         assert pa.Table.from_batches([batch]).cast(table.schema).equals(table)
 
 
+def test_a_local_parquet_file_is_decoded_in_place_through_a_memory_map(tmp_path):
+    """A local Parquet file is read through a memory map (its pages decoded where the kernel
+    keeps them, not copied into fresh memory first); a file replaced by a rename while a
+    dataset reads it does not disturb the read (the old file stays mapped)."""
+    from beam_tensorize.tf import _files
+
+    path = str(tmp_path / "x.parquet")
+    pq.write_table(pa.table({"x": np.arange(5000, dtype=np.int64)}), path, row_group_size=1000)
+    assert isinstance(_files._open(path)._handle, pa.MemoryMappedFile)
+    iterator = iter(ParquetDataset(path, batch_size=1000, fields=["x"]))
+    first = next(iterator)["x"].numpy().tolist()
+    pq.write_table(pa.table({"x": np.full(10, -1, np.int64)}), str(tmp_path / "new.parquet"))
+    os.replace(tmp_path / "new.parquet", path)
+    rest = [v for batch in iterator for v in batch["x"].numpy().tolist()]
+    assert first + rest == list(range(5000))
+
+
 def test_the_decoding_pool_keeps_the_pages_it_frees_unless_the_environment_says_otherwise(monkeypatch):
     """`decoding_pool` sets jemalloc's decay to -1 (freed pages kept for the next batches, not
     given back to the kernel at once, Arrow's 0), and leaves it to `JE_ARROW_MALLOC_CONF`
