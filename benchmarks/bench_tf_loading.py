@@ -372,8 +372,9 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--first-batch", action="store_true",
-        help="instead: the CPU and wall time of a new iterator's first batch (csv, tfrecord, from_parquet, and "
-        "a dataset of one ready batch of the same structure: TensorFlow's own cost of such an iterator)",
+        help="instead: the CPU and wall time of a new iterator's first batch, iter() and next() (csv, tfrecord, "
+        "from_parquet; a dataset of one ready batch of the same structure: TensorFlow's own cost of such an "
+        "iterator; pyarrow opening the file and decoding its first batch: any reader's first cost)",
     )  # fmt: skip
     parser.add_argument(
         "--readers", default=",".join(READERS),
