@@ -133,6 +133,13 @@ def test_bad_fields_name_the_file_and_column(table_file, tmp_path):
         Dataset.from_parquet(path, fields=[DataFrame.Field("int64_list", ragged_rank=2)])
     with pytest.raises(ValueError, match="dtype 'complex' is not one of"):
         DataFrame.Field("x", dtype="complex")
+    other = str(tmp_path / "other.parquet")  # a later file of another schema is checked when read
+    pq.write_table(pa.table({"int64_scalar": pa.array([1.5], pa.float64())}), other)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"other.parquet: column 'int64_scalar' holds float64 values, which dtype int64 cannot hold",
+    ):
+        list(Dataset.from_parquet([path, other], fields=["int64_scalar"], batch_size=100))
     with pytest.raises(
         tf.errors.InvalidArgumentError,
         match=r"field .{1,2}int64_list.{1,2} has shape \[3\], but a row holds another number of values",
