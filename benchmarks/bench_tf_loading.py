@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 1024
 INTS, FLOATS, STRINGS, LISTS = 60, 60, 30, 50
 
@@ -249,7 +250,7 @@ def measure_at_once(
                 "-c",
                 _READER,
                 reader,
-                path,
+                os.path.abspath(path),
                 str(batch),
                 json.dumps(_columns(data)),
                 autotune,
@@ -260,6 +261,12 @@ def measure_at_once(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # this checkout's beam_tensorize, whatever the working directory and the installed one
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
+            },
         )
         for cpus in cpu_sets
     ]
