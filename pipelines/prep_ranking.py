@@ -18,6 +18,8 @@ code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import posixpath
 import sys
@@ -147,59 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     argv = [_our_spelling(a) for a in (sys.argv[1:] if argv is None else argv)]
-    try:
-        parser = _parser()
-        options, beam_args = parser.parse_known_args(argv)
-        refuse_unknown_arguments(beam_args, "python -m pipelines.prep_ranking", own=parser)
-        _check_pairs(options)
-        settings = RankingSettings(
-            tuple(g.strip() for g in options.group_id_list.split(",") if g.strip()),
-            options.group_list_max_size,
-            options.label_padding_value,
-            options.feature_padding_value,
-            _boolean("skip_padding", options.skip_padding),
-            tuple(c.strip() for c in options.drop_column_list.split(",") if c.strip()),
-        )
-        shuffle = _boolean("shuffle", options.shuffle)
-        split = SPLIT_FOLDERS[_MODES[options.execution_mode]]
-        if options.input:
-            metadata = read_metadata(options.input)
-            if metadata is None:
-                raise ValueError(
-                    f"{options.input} holds no metadata/tensor_metadata.json: give a tensorized output folder"
-                )
-            source, input_format, record_format = (
-                options.input,
-                "tensorized",
-                options.record_format or "example",
-            )
-        else:
-            metadata = read_avro2tf_metadata(options.input_metadata_path)
-            source, input_format, record_format = (
-                options.input_data_path,
-                "avro",
-                options.record_format or "avro",
-            )
-        num_files = 1 if options.num_output_files == -1 else options.num_output_files
-        if num_files < 1:
-            raise ValueError(
-                f"--num_output_files must be a positive number (or -1), got {options.num_output_files}"
-            )
-        output = options.output or options.output_data_path
-        command_setup()
-        pipeline_options = job_options(beam_args)
-        if __name__ == "__main__":  # the command owns the process: its workers' zygote
-            start_worker_zygote(pipeline_options)
-    except (ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
-    with beam_folder_removed(pipeline):  # gone with the run, or when the job is refused
+    with contextlib.ExitStack() as run_owns:  # Beam's folder, from the pipeline's making on
         try:
-            _ = pipeline | PrepRankingData(
-                source, output, metadata, settings, split, record_format, num_files, options.save_mode,
-                input_format=input_format, metadata_dir=options.output_metadata_path, shuffle=shuffle,
-            )  # fmt: skip
+            options, pipeline, summary = _built(argv, run_owns)
         except (ValueError, OSError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -209,8 +161,63 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"error: the job failed: {str(err).strip().splitlines()[-1]}", file=sys.stderr)
             return 1
     if not options.quiet:
-        print(_summary(options, split, settings, record_format))
+        print(summary())
     return 0
+
+
+def _built(argv: list[str], run_owns: contextlib.ExitStack):
+    """The options, the job's pipeline (built, not run) and what prints its summary; a
+    refused command raises ValueError or OSError. `run_owns` removes Beam's folder when the
+    command ends, whether the job ran or was refused."""
+    parser = _parser()
+    options, beam_args = parser.parse_known_args(argv)
+    refuse_unknown_arguments(beam_args, "python -m pipelines.prep_ranking", own=parser)
+    _check_pairs(options)
+    settings = RankingSettings(
+        tuple(g.strip() for g in options.group_id_list.split(",") if g.strip()),
+        options.group_list_max_size,
+        options.label_padding_value,
+        options.feature_padding_value,
+        _boolean("skip_padding", options.skip_padding),
+        tuple(c.strip() for c in options.drop_column_list.split(",") if c.strip()),
+    )
+    shuffle = _boolean("shuffle", options.shuffle)
+    split = SPLIT_FOLDERS[_MODES[options.execution_mode]]
+    if options.input:
+        metadata = read_metadata(options.input)
+        if metadata is None:
+            raise ValueError(
+                f"{options.input} holds no metadata/tensor_metadata.json: give a tensorized output folder"
+            )
+        source, input_format, record_format = (
+            options.input,
+            "tensorized",
+            options.record_format or "example",
+        )
+    else:
+        metadata = read_avro2tf_metadata(options.input_metadata_path)
+        source, input_format, record_format = (
+            options.input_data_path,
+            "avro",
+            options.record_format or "avro",
+        )
+    num_files = 1 if options.num_output_files == -1 else options.num_output_files
+    if num_files < 1:
+        raise ValueError(
+            f"--num_output_files must be a positive number (or -1), got {options.num_output_files}"
+        )
+    output = options.output or options.output_data_path
+    command_setup()
+    pipeline_options = job_options(beam_args)
+    if __name__ == "__main__":  # the command owns the process: its workers' zygote
+        start_worker_zygote(pipeline_options)
+    pipeline = beam.Pipeline(runner=direct_runner_for(pipeline_options), options=pipeline_options)
+    run_owns.enter_context(beam_folder_removed(pipeline))
+    _ = pipeline | PrepRankingData(
+        source, output, metadata, settings, split, record_format, num_files, options.save_mode,
+        input_format=input_format, metadata_dir=options.output_metadata_path, shuffle=shuffle,
+    )  # fmt: skip
+    return options, pipeline, functools.partial(_summary, options, split, settings, record_format)
 
 
 def _summary(options: argparse.Namespace, split: str, settings: RankingSettings, record_format: str) -> str:
