@@ -189,9 +189,10 @@ elif reader == "tfrecord":
     spec = {name: tf.io.FixedLenFeature([], tf.int64 if k in ("int", "uniform") else tf.float32 if k == "float" else tf.string)
             if k != "list" else tf.io.RaggedFeature(tf.int64) for name, k in columns}
     ds = tf.data.TFRecordDataset(path).batch(batch).map(lambda r: tf.io.parse_example(r, spec))
-elif reader == "structure":  # one batch of from_parquet's, repeated: no reading, no function
+elif reader == "structure":  # one batch of from_parquet's, repeated, handed over as its are: no reading, no function
     from beam_tensorize.tf import Dataset
-    ds = tf.data.Dataset.from_tensors(next(iter(Dataset.from_parquet(path, batch_size=batch)))).repeat()
+    from beam_tensorize.tf._iterators import Batches
+    ds = Batches(tf.data.Dataset.from_tensors(next(iter(Dataset.from_parquet(path, batch_size=batch)))).repeat())
 else:
     from beam_tensorize.tf import Dataset
     ds = Dataset.from_parquet(path, batch_size=batch)

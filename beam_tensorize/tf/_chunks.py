@@ -338,7 +338,11 @@ class _Group:
         return (values[0], *rest)
 
     def cut(self, tensors: tuple, index: tf.Tensor, rows: tf.Tensor) -> dict:
-        """Batch `index` (of `rows` rows) of each of the group's columns."""
+        """Batch `index` (of `rows` rows) of each of the group's columns.
+
+        Pieces are taken with `tf.gather` / `tf.slice` rather than Python's slicing, which
+        packs constant begins and strides into small subgraphs that TensorFlow folds (runs)
+        again in each new iterator's copy of the function."""
         k = len(self.fields)
         names = [f.name for f in self.fields]
         if self.direct:
@@ -346,33 +350,46 @@ class _Group:
         if self.rank == 0:
             if self.dtype == tf.string:
                 data, bounds = tensors
-                piece = bounds[index][:, :, :rows]  # one op for all the columns' strings
+                piece = _head(tf.gather(bounds, index), rows, 3)  # one op for all the columns' strings
                 return dict(zip(names, tf.unstack(tf.strings.substr(data, piece[0], piece[1]), num=k)))
-            else:
-                values = tensors[0][index][:, :rows]  # no copy but for a last, shorter batch
+            values = _head(tf.gather(tensors[0], index), rows, 2)  # no copy but for a last, shorter batch
             return dict(zip(names, tf.unstack(values, num=k)))
         if self.sparse:
             values, indices, counts, shapes, bounds = tensors
-            low, high = bounds[index], bounds[index + 1]
-            parts = tf.split(values[low:high], counts[index], num=k)
-            places = tf.split(indices[low:high], counts[index], num=k)
+            low, high = tf.gather(bounds, index), tf.gather(bounds, index + 1)
+            parts = tf.split(_span(values, low, high), tf.gather(counts, index), num=k)
+            places = tf.split(_span(indices, low, high), tf.gather(counts, index), num=k)
             return {
                 name: tf.SparseTensor(place, part, shape)
-                for name, part, place, shape in zip(names, parts, places, tf.unstack(shapes[index], num=k))
+                for name, part, place, shape in zip(
+                    names, parts, places, tf.unstack(tf.gather(shapes, index), num=k)
+                )
             }
         if self.rank == 1:
             values, splits, bounds = tensors
-            piece = splits[index][:, : rows + 1]
-            parts = tf.split(values[bounds[index] : bounds[index + 1]], piece[:, -1], num=k)
+            piece = _head(tf.gather(splits, index), rows + 1, 2)
+            low, high = tf.gather(bounds, index), tf.gather(bounds, index + 1)
+            parts = tf.split(_span(values, low, high), tf.gather(piece, rows, axis=1), num=k)
             return {name: _Value(part, (s,)) for name, part, s in zip(names, parts, tf.unstack(piece, num=k))}
         values, splits = tensors
         low = index * self.batch_size
         high, cut_splits = low + rows, []
         for level in splits:
-            piece = level[low : high + 1]
+            piece = _span(level, low, high + 1)
             low, high = piece[0], piece[-1]
             cut_splits.append(piece - low)
-        return {names[0]: _Value(values[low:high], tuple(cut_splits))}
+        return {names[0]: _Value(_span(values, low, high), tuple(cut_splits))}
+
+
+def _head(tensor: tf.Tensor, length: tf.Tensor, rank: int) -> tf.Tensor:
+    """The first `length` entries of the last axis of a tensor of rank `rank`."""
+    return tf.slice(tensor, [0] * rank, [-1] * (rank - 1) + [length])
+
+
+def _span(tensor: tf.Tensor, low: tf.Tensor, high: tf.Tensor) -> tf.Tensor:
+    """Entries `low` to `high` (excluded) of the first axis."""
+    rest = tensor.shape.rank - 1
+    return tf.slice(tensor, tf.stack([low] + [0] * rest), tf.stack([high - low] + [-1] * rest))
 
 
 class Layout:

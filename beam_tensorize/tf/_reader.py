@@ -31,6 +31,7 @@ from beam_tensorize.tf._files import (
     _Options,
     _resolve_fields,
 )
+from beam_tensorize.tf._iterators import Batches
 from beam_tensorize.tf._rows import in_order, joined, shuffled
 from beam_tensorize.tf.dataframe import DataFrame
 
@@ -207,14 +208,14 @@ class _Reader:
             )
         finish = self._finisher(values)
         if dedup is None:  # one map: every op in it is paid again by each new iterator
-            return layout.batches(chunks, drop_remainder, finish)
+            return Batches(layout.batches(chunks, drop_remainder, finish))
         dataset = layout.batches(chunks, drop_remainder)
         names = [f.name for f in self._read_fields]
         dataset = dataset.map(functools.partial(_restored, dedup=dedup, names=names))
-        if finish is None:
-            return dataset
-        first = names[0]
-        return dataset.map(lambda batch: finish(batch, _batch_rows(batch[first])))
+        if finish is not None:
+            first = names[0]
+            dataset = dataset.map(lambda batch: finish(batch, _batch_rows(batch[first])))
+        return Batches(dataset)
 
     def _sparse_names(self) -> list[str]:
         """The list fields that become `tf.SparseTensor`s (not padded, no fixed shape)."""

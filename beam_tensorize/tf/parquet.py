@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from beam_tensorize.tf._compat import single_device
 from beam_tensorize.tf._files import _Dedup, _Options
+from beam_tensorize.tf._iterators import Batches
 from beam_tensorize.tf._reader import _batch_rows, _defaults_for, _Reader, _restored
 from beam_tensorize.tf._rows import row_group_range
 from beam_tensorize.tf.dataframe import DataFrame
@@ -54,21 +55,13 @@ _Field = DataFrame.Field
 _Value = DataFrame.Value
 
 
-class _ReadDataset(tf.data.Dataset):
+class _ReadDataset(Batches):
     """A `tf.data.Dataset` that is `impl`, read by `reader` (which `batch` / `rebatch` use to
     read at another size)."""
 
     def __init__(self, reader: _Reader, impl: tf.data.Dataset):
         self._reader = reader
-        self._impl = impl
-        super().__init__(impl._variant_tensor)
-
-    def _inputs(self):
-        return self._impl._inputs()
-
-    @property
-    def element_spec(self):
-        return self._impl.element_spec
+        super().__init__(impl)
 
     @property
     def all_fields(self) -> list:
