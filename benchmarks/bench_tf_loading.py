@@ -301,8 +301,8 @@ READERS = {
 def _first_batch(paths: dict[str, str], args) -> None:
     """A new iterator's first batch (median of 7 in each process, then of the runs): `iter()`
     and `next()` as a program makes an iterator, for the TensorFlow readers, `structure` (a
-    dataset of one batch of the same element structure, made before: TensorFlow's own cost of
-    an iterator giving such elements) and `pyarrow` (the file opened and its first batch
+    dataset of one batch of the same element structure, made before and handed to Python as
+    from_parquet's batches are: the cost of an iterator giving such elements) and `pyarrow` (the file opened and its first batch
     decoded: what any reader of this file pays first, page decompression included)."""
     readers = {
         "csv": "csv",
@@ -325,7 +325,7 @@ def _first_batch(paths: dict[str, str], args) -> None:
     ours = cpu["from_parquet"] - cpu["structure"] - cpu["pyarrow"]
     print(
         f"from_parquet: {cpu['from_parquet']:.0f} ms CPU to its first batch (target <= 50): pyarrow's own first "
-        f"read {cpu['pyarrow']:.0f}, TensorFlow's cost of an iterator of this element structure "
+        f"read {cpu['pyarrow']:.0f}, an iterator of this element structure "
         f"{cpu['structure']:.0f}, the rest {ours:.0f}; csv {cpu['csv']:.0f} ms, tfrecord {cpu['tfrecord']:.0f} ms"
     )
 

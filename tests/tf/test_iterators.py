@@ -130,3 +130,14 @@ def test_from_parquet_batches_come_through_the_one_pass_rebuild(tmp_path):
     rows = Dataset.from_parquet(path)  # one row per element, lists as rank-1 sparse tensors
     assert type(iter(rows)) is _iterators._EagerIterator
     assert [r["tags"].values.numpy().tolist() for r in rows] == [[7], [], [8, 9]]
+
+
+def test_keras_predicts_on_from_parquet_batches(tmp_path):
+    """Keras takes the iterator into its compiled step (TensorFlow's iteration there)."""
+    path = str(tmp_path / "k.parquet")
+    pq.write_table(pa.table({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "b": [10.0, 20.0, 30.0, 40.0, 50.0]}), path)
+    inputs = {name: tf.keras.Input(shape=(), name=name, dtype="float32") for name in ("a", "b")}
+    model = tf.keras.Model(inputs, tf.keras.layers.Lambda(lambda d: d["a"] + d["b"])(inputs))
+    dataset = Dataset.from_parquet(path, batch_size=2)
+    assert type(iter(dataset)) is _iterators._EagerIterator
+    np.testing.assert_allclose(np.ravel(model.predict(dataset, verbose=0)), [11, 22, 33, 44, 55])
