@@ -4,10 +4,11 @@ An eager `next()` on a `tf.data` iterator rebuilds the element from the op's fla
 through each component's `TypeSpec`: for a `tf.SparseTensor` that is a `DeserializeSparse`
 op and then ~80 us of Python (tensor conversions, shape merging), ~5 ms per batch of 50
 list columns, as much as reading the batch's 200 columns takes. `Batches` wraps a dataset
-of dicts of tensors and sparse tensors, its `element_spec` unchanged; its eager iterators
-(`iter(dataset)`, a `for` loop) rebuild each batch in one pass over the flat outputs. Inside
-a `tf.function`, and for any other element structure, iteration is TensorFlow's own, and so
-is every dataset made from it (`map`, `prefetch`, ...).
+of tensors and sparse tensors (a dict of them, or any nest: `(features, labels)`), its
+`element_spec` unchanged; its eager iterators (`iter(dataset)`, a `for` loop) rebuild each
+batch in one pass over the flat outputs. Inside a `tf.function`, and for elements holding
+other kinds (ragged tensors, ...), iteration is TensorFlow's own, and so is every dataset made
+from it (`map`, `prefetch`, ...).
 
 Example:
     >>> import tensorflow as tf
@@ -50,31 +51,38 @@ def _sparse(serialized: tf.Tensor, dtype: tf.DType) -> tf.SparseTensor:
 
 
 class _Plan:
-    """How a dict element is rebuilt from the flat outputs (in sorted key order, as
-    `tf.nest` flattens a dict): each name with its sparse dtype, or None for a tensor."""
+    """How an element is rebuilt from the flat outputs (in `tf.nest`'s order: a dict's keys
+    sorted): each component's sparse dtype, or None for a tensor; then packed as the spec is
+    (a dict of names directly, any other structure by `tf.nest`)."""
 
-    def __init__(self, spec: dict):
-        self._flat = [
-            (name, spec[name].dtype if isinstance(spec[name], tf.SparseTensorSpec) else None)
-            for name in sorted(spec)
+    def __init__(self, spec):
+        self._spec = spec
+        self._dtypes = [
+            s.dtype if isinstance(s, tf.SparseTensorSpec) else None for s in tf.nest.flatten(spec)
         ]
-        self._order = list(spec)
+        flat_dict = isinstance(spec, dict) and all(
+            isinstance(name, str) and type(s) in (tf.TensorSpec, tf.SparseTensorSpec)
+            for name, s in spec.items()
+        )
+        self._names = sorted(spec) if flat_dict else None
+        self._order = list(spec) if flat_dict else None
 
     @staticmethod
     def of(spec) -> _Plan | None:
-        """The plan for `spec`, or None unless it is a dict of tensors and sparse tensors."""
-        if not isinstance(spec, dict) or not spec or not all(isinstance(name, str) for name in spec):
-            return None
-        if not all(type(s) in (tf.TensorSpec, tf.SparseTensorSpec) for s in spec.values()):
+        """The plan for `spec`, or None unless it is a structure of tensors and sparse tensors."""
+        leaves = tf.nest.flatten(spec)
+        if not leaves or not all(type(s) in (tf.TensorSpec, tf.SparseTensorSpec) for s in leaves):
             return None
         return _Plan(spec)
 
-    def element(self, flat) -> dict:
-        made = {
-            name: tensor if dtype is None else _sparse(tensor, dtype)
-            for (name, dtype), tensor in zip(self._flat, flat)
-        }
-        return {name: made[name] for name in self._order}
+    def element(self, flat):
+        made = [
+            tensor if dtype is None else _sparse(tensor, dtype) for dtype, tensor in zip(self._dtypes, flat)
+        ]
+        if self._names is None:
+            return tf.nest.pack_sequence_as(self._spec, made)
+        by_name = dict(zip(self._names, made))
+        return {name: by_name[name] for name in self._order}
 
 
 class _EagerIterator(iterator_ops.OwnedIterator):

@@ -18,6 +18,7 @@ from beam_tensorize.job.file_systems import local_path
 from beam_tensorize.job.transaction import recover
 from beam_tensorize.kernels.metadata import SPLIT_FOLDERS
 from beam_tensorize.tf._compat import parse_example, single_device
+from beam_tensorize.tf._iterators import Batches
 
 __all__ = ["committed_split", "load_metadata", "make_dataset", "parse_spec"]
 
@@ -193,7 +194,7 @@ def make_dataset(
         dataset = _split_labels(dataset, label_names)
     if prefetch is not None:
         dataset = dataset.prefetch(prefetch)
-    return dataset
+    return Batches(dataset)  # eager iterators rebuild each batch in one pass
 
 
 def _check_example_records(root: str, folder: str, metadata: Mapping, data: Mapping) -> None:

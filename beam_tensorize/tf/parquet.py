@@ -417,4 +417,4 @@ class Dataset:
                 )
             return out
 
-        return dataset.map(to_tensors, num_parallel_calls=tf.data.AUTOTUNE)
+        return Batches(dataset.map(to_tensors, num_parallel_calls=tf.data.AUTOTUNE))

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.data.ops import iterator_ops
 
-from beam_tensorize.tf import Dataset, _iterators
+from beam_tensorize.tf import DataFrame, Dataset, _iterators
 from beam_tensorize.tf._iterators import Batches
 
 
@@ -90,16 +90,35 @@ def test_in_a_tf_function_and_for_datasets_made_from_it_iteration_is_tensorflow_
     _same(next(iter(dataset.prefetch(1))), next(iter(_batches())))
 
 
-def test_other_structures_are_iterated_by_tensorflow():
+def test_a_nest_of_batches_and_labels_is_rebuilt_too():
+    impl = _batches().map(lambda batch: (batch, {"label": batch["zeta"] * 2, "tags": batch["tags"]}))
+    dataset = Batches(impl)
+    assert type(iter(dataset)) is _iterators._EagerIterator
+    for (features, labels), (want_features, want_labels) in zip(dataset, impl):
+        _same(features, want_features)
+        _same(labels, want_labels)
+    # a dict holding named tuples (ParquetDataset's lists as DataFrame.Values)
+    values = Batches(
+        _batches().map(lambda b: {"v": DataFrame.Value(b["weight"][0], (b["zeta"],)), "z": b["zeta"]})
+    )
+    for got, want in zip(values, values._impl):
+        assert type(got["v"]) is DataFrame.Value and list(got) == ["v", "z"]
+        np.testing.assert_array_equal(got["v"].values.numpy(), want["v"].values.numpy())
+        np.testing.assert_array_equal(
+            got["v"].nested_row_splits[0].numpy(), want["v"].nested_row_splits[0].numpy()
+        )
+        np.testing.assert_array_equal(got["z"].numpy(), want["z"].numpy())
+
+
+def test_other_kinds_of_elements_are_iterated_by_tensorflow():
     ragged = tf.data.Dataset.from_tensors({"a": [[1]]}).map(
         lambda d: {"a": tf.RaggedTensor.from_tensor(d["a"])}
     )
     plain = lambda t: t.to_list() if isinstance(t, tf.RaggedTensor) else t.numpy().tolist()  # noqa: E731
-    for impl in (tf.data.Dataset.range(2), tf.data.Dataset.from_tensors(({"a": 1}, 2)), ragged):
-        dataset = Batches(impl)
-        assert type(iter(dataset)) is iterator_ops.OwnedIterator
-        got = [tf.nest.map_structure(plain, x) for x in dataset]
-        assert got == [tf.nest.map_structure(plain, x) for x in impl] and got
+    dataset = Batches(ragged)
+    assert type(iter(dataset)) is iterator_ops.OwnedIterator
+    got = [tf.nest.map_structure(plain, x) for x in dataset]
+    assert got == [tf.nest.map_structure(plain, x) for x in ragged] == [{"a": [[1]]}]
 
 
 def test_an_eager_iterator_is_saved_and_restored_by_a_checkpoint(tmp_path):
