@@ -32,7 +32,10 @@ __all__ = ["Batches"]
 def _made_in_place() -> bool:
     """Whether a `tf.SparseTensor` is its four attributes (as it is from TF 2.x on), so that one
     is made without its constructor's checks, which its parts, made by TensorFlow, pass."""
-    probe = tf.SparseTensor(tf.zeros([0, 1], tf.int64), tf.zeros([0], tf.int64), tf.constant([0], tf.int64))
+    with tf.Graph().as_default():  # a graph of its own: nothing added to a TF1 program's graph
+        probe = tf.SparseTensor(
+            tf.zeros([0, 1], tf.int64), tf.zeros([0], tf.int64), tf.constant([0], tf.int64)
+        )
     return set(vars(probe)) == {"_indices", "_values", "_dense_shape", "_dense_shape_default"}
 
 
