@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -173,7 +173,14 @@ def _keeps_every_value(stored: tf.DType, wanted: tf.DType) -> bool:
     return not wanted.is_unsigned and wanted.size >= stored.size
 
 
-def _column_of(names: Sequence[str], name: str, ignore_case: bool) -> str | None:
+def _searched_names(schema: pa.Schema, ignore_case: bool) -> Collection[str]:
+    """A file's column names as `_column_of` searches them: a set (`schema.names` is a new
+    list at each call), or the list itself where a name may match but for case."""
+    names = schema.names
+    return names if ignore_case else frozenset(names)
+
+
+def _column_of(names: Collection[str], name: str, ignore_case: bool) -> str | None:
     """The file's column (of its columns' `names`) for field `name` (with `ignore_case`, a
     column named alike but for case when none is named exactly so, as HybridBackend's
     `field_ignore_case`)."""
@@ -189,10 +196,9 @@ def _column_of(names: Sequence[str], name: str, ignore_case: bool) -> str | None
 def _resolve_fields(schema: pa.Schema, fields, path: str, ignore_case: bool = False) -> list[_Field]:
     """The fields to read: given ones (names or `Field`s) completed from the file's schema.
     Fields with a `default_value` are not read (HybridBackend's rule): they are kept as given."""
-    names = schema.names  # made anew at each call
     if fields is None:
-        fields = names
-    names = frozenset(names) if not ignore_case else names
+        fields = schema.names
+    names = _searched_names(schema, ignore_case)
     resolved = []
     for field in fields:
         field = field if isinstance(field, _Field) else _Field(field)
@@ -267,7 +273,7 @@ def _file_batches(
         schema = dedup.restored_schema(schema)
     if resolved_on is None or not schema.equals(resolved_on):
         _check_fields(schema, fields, path, options.ignore_case)
-    names = frozenset(schema.names) if not options.ignore_case else schema.names
+    names = _searched_names(schema, options.ignore_case)
     columns = {f.name: _column_of(names, f.name, options.ignore_case) for f in fields}
     groups = None
     if options.partition_count > 1:
