@@ -16,6 +16,7 @@ INSTALL_REQUIRES = [
     "pyhocon>=0.3.60",
     "cramjam>=2.7",
     "isal>=1.6",
+    "deflate>=0.7",
     # The run report's plots (beam_tensorize/kernels/report/render.py).
     "matplotlib>=3.7",
 ]

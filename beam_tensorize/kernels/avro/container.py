@@ -19,6 +19,19 @@ try:  # Intel's ISA-L inflates deflate blocks ~1.7x faster than zlib, with the s
     from isal.isal_zlib import decompress as _inflate
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
     from zlib import decompress as _inflate
+try:  # libdeflate inflates a whole block ~1.2x faster than ISA-L, into a buffer of a known size
+    from deflate import DeflateError as _LibdeflateError
+    from deflate import deflate_decompress as _libdeflate
+except ImportError:  # pragma: no cover - deflate is a dependency; ISA-L / zlib are the fallback
+    _libdeflate = None
+
+#: Deflate's largest ratio of output to input (258-byte matches coded in 2 bits).
+_MAX_DEFLATE_RATIO = 1032
+#: The output buffer libdeflate gets: `_ratio` times the block's size (grown to the largest
+#: ratio seen; a buffer larger than needed costs nothing: its pages are never touched), at
+#: least `_MIN_INFLATE_BUFFER` bytes.
+_ratio = 16.0
+_MIN_INFLATE_BUFFER = 1 << 16
 
 __all__ = [
     "AvroFormatError",
@@ -361,7 +374,7 @@ def decompress(block: RawBlock, codec: str, path: str) -> bytes:
         if codec == "null":
             return data
         if codec == "deflate":
-            return _inflate(data, -15)
+            return _inflate_raw(data)
         if codec == "snappy":
             return _snappy_decompress(data)
         if codec == "zstandard":
@@ -379,6 +392,22 @@ def decompress(block: RawBlock, codec: str, path: str) -> bytes:
             path, f"corrupt block: {codec} decompression failed: {type(e).__name__}: {e}", block.offset
         ) from None
     raise AvroFormatError(path, f"unsupported Avro codec {codec!r}", block.offset)
+
+
+def _inflate_raw(data: bytes) -> bytes:
+    """Raw deflate data inflated: by libdeflate into a buffer the size the ratios seen so far
+    make likely; when the output is larger (or the data corrupt), by ISA-L / zlib, which grow
+    their buffer (and name what is wrong with a corrupt block)."""
+    global _ratio
+    if _libdeflate is not None:
+        try:
+            return _libdeflate(data, max(int(len(data) * _ratio), _MIN_INFLATE_BUFFER))
+        except _LibdeflateError:
+            pass
+    out = _inflate(data, -15)
+    if data:
+        _ratio = min(max(_ratio, 1.25 * len(out) / len(data)), _MAX_DEFLATE_RATIO)
+    return out
 
 
 class _ChecksumError(ValueError):

@@ -1056,6 +1056,32 @@ def test_corrupted_deflate_data(tmp_path):
     assert path in str(err.value)
 
 
+def test_deflate_blocks_of_any_ratio_inflate_whole(monkeypatch):
+    """libdeflate gets a buffer sized by the ratios seen so far; a block that inflates to more
+    (here ~1000:1, the most deflate gives) is inflated whole all the same, and the next such
+    block fits the grown buffer."""
+    import zlib
+
+    monkeypatch.setattr(container, "_ratio", 16.0)
+    text = bytes(random.Random(1).randbytes(70_000))  # ~1:1
+    zeros = bytes(3_000_000)  # ~1000:1
+    for raw in (text, zeros, zeros, text):
+        packed = zlib.compress(raw, 9)[2:-4]  # raw deflate, as Avro stores it
+        assert container.decompress(RawBlock(offset=0, count=1, data=packed), "deflate", "f.avro") == raw
+    assert container._ratio >= 3_000_000 / len(zlib.compress(zeros, 9)[2:-4])
+    assert container._ratio <= container._MAX_DEFLATE_RATIO
+
+
+def test_corrupt_deflate_block_is_named_not_inflated_partly():
+    import zlib
+
+    packed = zlib.compress(b"abc" * 10_000)[2:-4]
+    with pytest.raises(AvroFormatError, match=r"^f.avro: corrupt block: deflate decompression failed: "):
+        container.decompress(
+            RawBlock(offset=7, count=1, data=packed[: len(packed) // 2]), "deflate", "f.avro"
+        )
+
+
 def test_snappy_checksum_is_verified(tmp_path):
     schema, records = _movielens_like(20)
     path = _write(tmp_path / "s.avro", schema, records, codec="snappy")
