@@ -17,8 +17,6 @@ INSTALL_REQUIRES = [
     "cramjam>=2.7",
     "isal>=1.6",
     "deflate>=0.7",
-    # The run report's plots (beam_tensorize/kernels/report/render.py).
-    "matplotlib>=3.7",
 ]
 
 EXTRAS_REQUIRE = {

@@ -9,10 +9,10 @@ of statistic is computed. The three runs alternate `--repeats` times (none, json
 ...); the best wall-clock time of each gives rows/s and the overhead `(x - none) / none`,
 and the median of each repeat's ratio to its `none` run is printed too (steadier on a noisy
 machine). `json` is the cost that grows with the data (statistics, in the same pass), `html` adds the
-page, a fixed cost (matplotlib's import and one figure per tensor). The report's own timings (`timings` of the JSON: the statistics step's
+page (its plots inline SVG, drawn in the job's process). The report's own timings (`timings` of the JSON: the statistics step's
 seconds summed over workers, rendering and writing the page) and the CPU time of each run are
-printed too (the CPU time counts the page renderer, a child process): on a shared machine they
-are steadier than the difference of two wall-clock times. Nothing is asserted.
+printed too (child processes counted): on a shared machine they are steadier than the
+difference of two wall-clock times. Nothing is asserted.
 
 Run from the repository root:
 
@@ -22,8 +22,7 @@ Run from the repository root:
     python benchmarks/bench_report.py --fresh --rows 4000000 \\
         --input '/tmp/beam_tensorize-bench-scale/input-4M/*.avro'   # bench_scale.py's 4M input
 
-Runs in this process share its imports: matplotlib, once imported by a run that drew a page in
-this process, costs the later runs nothing; a new process per run (`--fresh`) pays every import
+Runs in this process share its imports; a new process per run (`--fresh`) pays every import
 each time, as `python -m pipelines.tensorize` does.
 """
 
@@ -47,7 +46,7 @@ __all__ = ["main"]
 
 def _run(avro_path: str, out_dir: str, report: str) -> tuple[float, float]:
     """One CLI run; its wall-clock and CPU seconds (this process, where the DirectRunner runs,
-    and its child processes: the page renderer)."""
+    and its child processes, if any)."""
     from beam_tensorize.sample import SAMPLE_CONFIG
     from pipelines.tensorize import main as tensorize_main
 

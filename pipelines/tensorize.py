@@ -45,7 +45,6 @@ with command_imports(__name__):  # only as the program; see beam_tensorize/runne
         check_same_config,
         remove_stale_temporaries,
     )
-    from beam_tensorize.job.report import page_renderer
     from beam_tensorize.job.spec import SettingError, TensorizeSpec
     from beam_tensorize.progress import (
         PROGRESS_ENV,
@@ -248,7 +247,7 @@ def _main(argv: Sequence[str] | None) -> int:
     command_setup()
     pipeline_options = job_options(argv)
     options = pipeline_options.view_as(TensorizeOptions)
-    with contextlib.ExitStack() as run_owns:  # the page renderer, from the graph's building on
+    with contextlib.ExitStack() as run_owns:  # the pipeline's temporary folder
         try:
             spec, pipeline, dry_run = _preflight(argv, pipeline_options, options, run_owns)
         except (ConfigError, ValueError, TypeError, OSError) as err:
@@ -267,7 +266,7 @@ def _preflight(
     options: TensorizeOptions,
     run_owns: contextlib.ExitStack,
 ) -> tuple[TensorizeSpec, beam.Pipeline, bool]:
-    """Build the spec, runner, page renderer (owned by `run_owns`) and job graph, then check;
+    """Build the spec, runner and job graph (its temporary folder owned by `run_owns`), then check;
     (spec, pipeline, dry run?)."""
     refuse_unknown_arguments(argv, _command())
     spec = _resolve(options)
@@ -276,12 +275,6 @@ def _preflight(
         start_worker_zygote(pipeline_options)  # thread or channel, its workers' zygote
     # (also sets up the file systems) The DirectRunner runs in-process, not on Prism.
     runner = direct_runner_for(pipeline_options)
-    in_process = (
-        runner is not None and pipeline_options.view_as(DirectOptions).direct_running_mode == "in_memory"
-    )
-    # Its child imports matplotlib while the job graph is built (workers of other processes
-    # draw the page themselves).
-    run_owns.enter_context(page_renderer(spec.report == "html" and in_process and not dry_run))
     # the pipeline's temporary folder goes with the run, or when the job is refused
     pipeline = run_owns.enter_context(
         beam_folder_removed(beam.Pipeline(runner=runner, options=pipeline_options))

@@ -7,15 +7,7 @@ the JSON into the run's staging folder (`target`), which the commit moves into p
 data and the metadata (`beam_tensorize.job.transaction`). A run that fails writes neither, and
 leaves the report of an earlier run as it was. See docs/report.md for the document.
 
-The page is drawn with matplotlib, whose import and first figure cost about a second. The run
-of a job that writes one owns a page renderer for its whole length (`with page_renderer():`,
-around building and running the pipeline: the CLI, `tensorize_spark`): a child process imports
-matplotlib and draws a first plot on another core while the job runs; the statistics step sends
-it the tensors' entries as soon as they are complete (`draw_page_figures_ahead`), and
-`write_report` hands it the document. The steps only use the renderer of their process, if any:
-without one (another runner's workers, a pipeline built without it) or should the child fail,
-the page is rendered in-process instead (an error in the page then surfaces as it would without
-the child). The renderer stops when its owner's `with` ends.
+The page, plots included (inline SVG), is drawn in `write_report`'s process in milliseconds.
 
 Example:
     >>> import os, tempfile
@@ -31,15 +23,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import posixpath
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from beam_tensorize.job.files import read_text, write_text_atomically
 from beam_tensorize.kernels.metadata import METADATA_FILE, SPLIT_FOLDERS
@@ -58,9 +45,7 @@ __all__ = [
     "REPORT_FOLDER",
     "REPORT_FORMATS",
     "TRAIN_SPLIT",
-    "draw_page_figures_ahead",
     "load_report",
-    "page_renderer",
     "rebuild_page",
     "report_paths",
     "schema_string_domains",
@@ -75,118 +60,6 @@ REPORT_FOLDER = "report"
 REPORT_FORMATS = ("none", "json", "html")
 #: The split other splits' reports are compared with.
 TRAIN_SPLIT = SPLIT_FOLDERS["train"]
-
-
-#: Seconds `write_report` waits for the page renderer before drawing the page itself.
-PAGE_RENDERER_TIMEOUT = 300.0
-
-
-class _PageRenderer:
-    """A child process rendering one page (`render.serve_one_page`), started ahead of time."""
-
-    def __init__(self):
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        root = os.path.dirname(package_root)  # the folder holding beam_tensorize
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "beam_tensorize.kernels.report.render"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        self._writer: threading.Thread | None = None
-
-    def draw_ahead(self, tensors: list[dict]) -> None:
-        """Send the tensors' entries, whose plots the child draws while the job ends (written by
-        a thread: the child reads once it has imported matplotlib)."""
-        data = (json.dumps({"figures": tensors}, allow_nan=False) + "\n").encode("utf-8")
-        previous = self._writer
-
-        def write():
-            if previous is not None:
-                previous.join()
-            with contextlib.suppress(OSError):
-                self.process.stdin.write(data)
-                self.process.stdin.flush()
-
-        self._writer = threading.Thread(target=write, name="page-renderer-input", daemon=True)
-        self._writer.start()
-
-    def render(self, document: dict) -> str | None:
-        """The page, or None when the child failed (it has exited either way)."""
-        data = (json.dumps({"page": document}, allow_nan=False) + "\n").encode("utf-8")
-        try:
-            if self._writer is not None:
-                self._writer.join(PAGE_RENDERER_TIMEOUT)
-            page, _ = self.process.communicate(data, timeout=PAGE_RENDERER_TIMEOUT)
-        except (OSError, ValueError, subprocess.SubprocessError):
-            self.stop()
-            return None
-        return page.decode("utf-8") if self.process.returncode == 0 and page else None
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-
-
-_renderer: _PageRenderer | None = None
-_renderer_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def page_renderer(enabled: bool = True) -> Iterator[None]:
-    """Own this process's page renderer for the `with` block (see the module docstring): started
-    on entering, stopped on leaving (unless `write_report` has used it by then). Nothing happens
-    when not `enabled`, or inside another `with page_renderer()`, or when no child process can
-    be started (the page is then drawn in-process).
-
-    Example:
-        >>> with page_renderer():
-        ...     pass  # build and run the pipeline that writes the report here
-    """
-    global _renderer
-    started = None
-    with _renderer_lock:
-        if enabled and _renderer is None:
-            try:
-                started = _renderer = _PageRenderer()
-            except OSError:  # no child processes here: the page is drawn in-process
-                started = None
-    try:
-        yield
-    finally:
-        if started is not None:
-            with _renderer_lock:
-                if _renderer is started:
-                    _renderer = None
-            started.stop()
-
-
-def draw_page_figures_ahead(tensors: list[dict]) -> None:
-    """Have this process's page renderer, if one is waiting, draw the plots of these report
-    entries now (the statistics are complete before the job's last steps are)."""
-    with _renderer_lock:
-        renderer = _renderer
-    if renderer is not None:
-        with contextlib.suppress(TypeError, ValueError):  # not JSON: drawn with the page
-            renderer.draw_ahead(tensors)
-
-
-def _take_page_renderer() -> _PageRenderer | None:
-    global _renderer
-    with _renderer_lock:
-        renderer, _renderer = _renderer, None
-    return renderer
-
-
-def _render_page(document: dict) -> str:
-    """The page: by the page renderer when one was started, else (or when it fails) here."""
-    renderer = _take_page_renderer()
-    page = renderer.render(document) if renderer is not None else None
-    return render_html(document) if page is None else page
 
 
 def report_paths(out: str, split: str) -> tuple[str, str]:
@@ -247,7 +120,7 @@ def write_report(
     written = {"json": report_paths(out, split)[0]}
     if report_format == "html":
         page_started = time.perf_counter()
-        page = _render_page({**document, "timings": timings})
+        page = render_html({**document, "timings": timings})
         timings["renderPage"] = time.perf_counter() - page_started
         write_text_atomically(html_path, page)
         written["html"] = report_paths(out, split)[1]

@@ -12,7 +12,7 @@ keeps its process as it was: its collector, and its numpy's threads.
   (measured, `import pipelines.tensorize`); the bundled sample run 3.15 -> 2.32 s.
 * **One OpenBLAS thread** (`OPENBLAS_NUM_THREADS=1` unless set). numpy's OpenBLAS starts a
   thread per core when numpy is imported, and each spins for a while before it sleeps: ~0.1 s
-  of CPU in every process (the command's, its worker processes', its page renderer's), for
+  of CPU in every process (the command's and its worker processes'), for
   nothing: the jobs multiply no matrices.
 
 Example:

@@ -31,7 +31,7 @@ from beam_tensorize.job.finish import (
     commit_split,
     first_layouts,
 )
-from beam_tensorize.job.report import draw_page_figures_ahead, write_report
+from beam_tensorize.job.report import write_report
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.job.transaction import staging_folder
 from beam_tensorize.kernels.features.vocab import FeatureList
@@ -71,10 +71,8 @@ def finish(
     """
     reported = _sorted_out(written, plan)
     document = None
-    if spec.report != "none":  # complete now: the page's plots are drawn while the files are committed
+    if spec.report != "none":
         document = _merged(reported.statistics, reported.bad_lines, spec.config).document()
-        if spec.report == "html":
-            draw_page_figures_ahead(document["tensors"])
     good = sum(count for *_, count in reported.files)
     grouped = (0, [(GOOD, good), *reported.off_shape, *((BAD, line) for line in reported.bad_lines)])
     counts = check_bad_records(

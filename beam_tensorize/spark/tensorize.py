@@ -44,7 +44,6 @@ from beam_tensorize.job.commit import check_target, delete_temporary
 from beam_tensorize.job.finish import appending_to, ignoring_existing
 from beam_tensorize.job.preflight import check_same_config
 from beam_tensorize.job.reading import plan_splits, unified_schema
-from beam_tensorize.job.report import page_renderer
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.job.transaction import kept_folder
 from beam_tensorize.kernels.formats import AUTO, get_format
@@ -141,9 +140,7 @@ def tensorize_spark(
         return {"output": spec.output, "split": spec.split, "skipped": True, "files": [], "numRecords": 0}
 
     checked = check_target(split_dir, spec.save_mode)
-    # matplotlib's import and a first plot beside the job, for the page the driver writes
-    with page_renderer(spec.report == "html"):
-        return _run(spark, spec, checked)
+    return _run(spark, spec, checked)
 
 
 def _run(spark: SparkSession, spec: TensorizeSpec, checked: dict) -> dict:

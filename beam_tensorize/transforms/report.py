@@ -11,7 +11,6 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import dead_letter_json
-from beam_tensorize.job.report import draw_page_figures_ahead
 from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 
 __all__ = ["ComputeStatistics"]
@@ -38,9 +37,6 @@ class ComputeStatistics(beam.PTransform):
         hashes: optional PCollection of what `HashFeatures(config, distinct_hashes=True)` hashed
             of the same batches: the hashed tensors' bucket statistics are taken from it instead
             of hashing the values again.
-        prepare_page: the job writes the HTML page: the tensors' entries are sent, once
-            complete, to the page renderer its run owns in this process, if any
-            (`draw_page_figures_ahead`; see `beam_tensorize.job.report.page_renderer`).
 
     Example:
         >>> import apache_beam as beam
@@ -55,12 +51,9 @@ class ComputeStatistics(beam.PTransform):
         300 251.0
     """
 
-    def __init__(
-        self, config: TensorizeConfig, feature_lists=None, dead_letters=None, prepare_page=False, hashes=None
-    ):
+    def __init__(self, config: TensorizeConfig, feature_lists=None, dead_letters=None, hashes=None):
         super().__init__()
         self._config = config
-        self._prepare_page = prepare_page
         self._lists = feature_lists
         self._dead_letters = dead_letters
         self._hashes = hashes
@@ -88,7 +81,7 @@ class ComputeStatistics(beam.PTransform):
         return (
             tuple(parts)
             | "AllStatistics" >> beam.Flatten()
-            | "MergeStatistics" >> beam.CombineGlobally(_MergeStatisticsFn(self._config, self._prepare_page))
+            | "MergeStatistics" >> beam.CombineGlobally(_MergeStatisticsFn(self._config))
         )
 
 
@@ -143,9 +136,8 @@ class _DeadLetterStatisticsFn(_BundleStatisticsFn):
 
 
 class _MergeStatisticsFn(beam.CombineFn):
-    def __init__(self, config: TensorizeConfig, prepare_page: bool = False):
+    def __init__(self, config: TensorizeConfig):
         self._config = config
-        self._prepare_page = prepare_page
 
     def create_accumulator(self):
         return None
@@ -162,7 +154,4 @@ class _MergeStatisticsFn(beam.CombineFn):
 
     def extract_output(self, accumulator) -> dict:
         stats = accumulator if accumulator is not None else Statistics(self._config)
-        document = stats.document()
-        if self._prepare_page:
-            draw_page_figures_ahead(document["tensors"])
-        return document
+        return stats.document()

@@ -401,7 +401,7 @@ class Tensorize(beam.PTransform):
         the rest: a side input the commit waits for."""
         spec = self.spec
         statistics = extracted | "ComputeStatistics" >> ComputeStatistics(
-            spec.config, lists, dead_letters, prepare_page=spec.report == "html", hashes=hashes
+            spec.config, lists, dead_letters, hashes=hashes
         )
         written_report = statistics | "WriteReport" >> beam.Map(
             write_report,

@@ -1,6 +1,6 @@
 """The report page's HTML: the overview (cards, the tensors' table, input files, bad rows,
 drift and anomalies, timings) and one section per tensor (its facts, plot and top entries).
-No script, no network: the style is inline and the plots are inline PNGs (`plots`)."""
+No script, no network: the style is inline and the plots are inline SVG (`plots`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import html
 import json
 
 from beam_tensorize.kernels.report.facts import _fmt, _largest_difference, _pct, _tensor_facts
-from beam_tensorize.kernels.report.plots import _figure_key, _figure_png
+from beam_tensorize.kernels.report.plots import figure_svg
 
 __all__ = ["render_html", "tensor_anchor"]
 
@@ -22,7 +22,7 @@ td,th{border-bottom:1px solid #e4e7eb;padding:3px 10px;text-align:left;vertical-
 th{background:#f0f4f8} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .cards{display:flex;flex-wrap:wrap;gap:10px} .card{background:#f0f4f8;border-radius:6px;padding:8px 14px}
 .card b{display:block;font-size:1.3em} .flag{color:#b42318;font-weight:600} .ok{color:#2f7d32}
-img.plot{display:block;max-width:100%;height:auto} code{font-size:.85em;word-break:break-all}
+svg.plot{display:block;max-width:100%;height:auto} code{font-size:.85em;word-break:break-all}
 .muted{color:#616e7c;font-size:.85em}
 .row{display:grid;grid-template-columns:560px minmax(0,1fr);gap:24px;align-items:start;margin-top:8px}
 @media (max-width:900px){.row{grid-template-columns:minmax(0,1fr)}}
@@ -53,7 +53,7 @@ def _cards(facts) -> str:
     return "".join(f'<div class="card"><span class="muted">{k}</span><b>{v}</b></div>' for k, v in facts)
 
 
-def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -> str:
+def _tensor_section(tensor: dict, drift: dict | None) -> str:
     name = tensor["name"]
     facts = _cards(_tensor_facts(tensor))
     drift_line = ""
@@ -76,9 +76,7 @@ def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -
         what = "ids" if tensor.get("hashing", {}).get("statisticsOf") == "ids" else "entries"
         where = " (this split)" if drift else ""
         top = f'<div class="top"><div class="muted">top {len(categories["top"])} {what}{where}</div>{bars}</div>'
-    image = figures.get(_figure_key(tensor, drift))
-    if image is None:
-        image = _figure_png(tensor, drift)
+    image = figure_svg(tensor, drift)
     empty = html.escape(tensor.get("notSummarized", "nothing to plot"))
     plot = f'<div class="plot">{image}</div>' if image else f'<p class="muted">{empty}</p>'
     dtype = html.escape(f"{tensor.get('dtype', '')} {tensor.get('shape', '')}")
@@ -89,10 +87,8 @@ def _tensor_section(tensor: dict, drift: dict | None, figures: dict[str, str]) -
     )
 
 
-def render_html(report: dict, figures: dict[str, str] | None = None) -> str:
-    """The report page of a report document (see docs/report.md); `figures`: plots drawn
-    beforehand (`draw_figures`), used where their tensor and drift are the same."""
-    figures = figures or {}
+def render_html(report: dict) -> str:
+    """The report page of a report document (see docs/report.md)."""
     split = report.get("split", "")
     drift = report.get("drift") or {}
     drift_of = {t["name"]: t for t in drift.get("tensors", [])}
@@ -102,9 +98,7 @@ def render_html(report: dict, figures: dict[str, str] | None = None) -> str:
     letters_html = _letters_html(report.get("deadLetters", []))
     drift_html = _drift_html(drift) + _anomalies_html(report.get("anomalies") or {})
     timing_html = _timing_html(report.get("timings") or {})
-    sections = "".join(
-        _tensor_section(t, drift_of.get(t["name"]), figures) for t in report.get("tensors", [])
-    )
+    sections = "".join(_tensor_section(t, drift_of.get(t["name"])) for t in report.get("tensors", []))
     title = f"Run report: {html.escape(split)}"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

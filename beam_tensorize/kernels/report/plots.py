@@ -1,23 +1,38 @@
-"""The report page's plots, drawn with matplotlib: one per tensor (`draw_figure`), as an inline
-PNG `<img>` of its size in pixels, the same bytes for the same document (no dates or versions).
+"""The report page's plots: one per tensor (`draw_figure`), drawn here as inline SVG (no plotting
+library to import; a page's plots take milliseconds), the same bytes for the same document.
 
-Plots are drawn at the size they are shown (`PLOT_WIDTH` CSS pixels wide, one image pixel per
-CSS pixel) with text in pixel sizes (`TICK_PX` and up); matplotlib is imported when a first plot
-is drawn.
+A plot is a `Figure`: its size in pixels, what it shows in data terms (`bars`, the `line` of a
+coverage curve, its `texts` with their pixel sizes) and `Figure.svg`, the `<svg>` element the
+page holds. Plots are drawn at the size they are shown (`PLOT_WIDTH` CSS pixels wide, taller for
+a categorical drift of many values), with text in pixel sizes (`TICK_PX` and up).
+
+Example:
+    >>> fig = draw_figure({"name": "x", "numeric": {"histogram": {"edges": [0.0, 1.0, 2.0], "counts": [1, 3]}}})
+    >>> fig.title, [(b.start, b.end, b.value) for b in fig.bars], (fig.width, fig.height)
+    ('values', [(0.0, 1.0, 1), (1.0, 2.0, 3)], (560, 300))
+    >>> fig.svg("x: numeric").startswith('<svg class="plot" ')
+    True
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-import json
 import math
+import unicodedata
+from dataclasses import dataclass, field
 
-__all__ = ["PLOT_HEIGHT", "PLOT_WIDTH", "TICK_PX", "TITLE_PX", "draw_figure", "draw_figures"]
+__all__ = [
+    "PLOT_HEIGHT",
+    "PLOT_WIDTH",
+    "TICK_PX",
+    "TITLE_PX",
+    "Bar",
+    "Figure",
+    "Text",
+    "draw_figure",
+    "figure_svg",
+]
 
-#: Resolution of the plots (pixels per inch): a point of text is `_DPI / 72` pixels.
-_DPI = 100
 #: Width and (usual) height of a plot, in pixels: the page shows it at this size.
 PLOT_WIDTH, PLOT_HEIGHT = 560, 300
 #: Text sizes on the plots, in pixels (at the size the page shows them).
@@ -26,18 +41,154 @@ TICK_PX, TITLE_PX = 12, 13
 _DRIFT_BAR_PX = 24
 #: Longest value label on a plot (characters, then pixels; longer ones are cut, ending in "…").
 _LABEL_CHARS, _LABEL_PX = 32, 200
+#: The plots' font: the widths below are Helvetica's (Arial and Liberation Sans share them).
+_FONT = "Helvetica, Arial, Liberation Sans, sans-serif"
+#: Room left for a text beyond its width in Helvetica (a browser without it falls back to a
+#: wider font: DejaVu Sans is ~10% wider).
+_FONT_SLACK = 1.15
+#: Advance widths of printable ASCII (32-126) in Helvetica, thousandths of the font size.
+_ASCII_WIDTHS = (
+    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278,
+    556, 556, 556, 556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556,
+    1015, 667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778,
+    667, 778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556,
+    333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556,
+    556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
+)  # fmt: skip
+_TICK_LENGTH = 4
+_AXIS, _MUTED, _INK = "#52606d", "#616e7c", "#1f2933"
+_BLUE, _GREY, _ORANGE, _GREEN = "#3e7cb1", "#9aa5b1", "#c17c2f", "#6b9f5a"
 
 
-def _points(px: float) -> float:
-    """A text size in points that is `px` pixels on the plot."""
-    return px * 72 / _DPI
+def text_width(text: str, px: float = TICK_PX) -> float:
+    """The width of `text` at `px` pixels in the plots' font, from its advance widths
+    (characters outside ASCII: a wide East Asian one is 1 em, a combining mark 0, others 0.6 em).
+
+    Example:
+        >>> round(text_width("drama"), 1), text_width("天", 10)
+        (34.0, 10.0)
+    """
+    total = 0
+    for char in text:
+        code = ord(char)
+        if 32 <= code <= 126:
+            total += _ASCII_WIDTHS[code - 32]
+        elif unicodedata.combining(char):
+            continue
+        elif unicodedata.east_asian_width(char) in "WF":
+            total += 1000
+        else:
+            total += 600
+    return total * px / 1000
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A bar, in data terms: along the bins' (or values') axis from `start` to `end`, `value`
+    long, of `series` (the legend's name, or "" when the plot has one series)."""
+
+    series: str
+    start: float
+    end: float
+    value: float
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text on the plot: what it says, where (pixels; its anchor point), its size in pixels
+    and its role ("title", "tick", "axis" or "legend")."""
+
+    text: str
+    x: float
+    y: float
+    px: int
+    role: str
+    anchor: str = "middle"
+    vertical: bool = False
+
+
+@dataclass
+class Figure:
+    """One plot: its panel ("numeric", "drift", "load", "coverage" or "lengths"), title, size
+    in pixels, what it shows and the SVG elements that draw it."""
+
+    panel: str
+    title: str
+    width: int = PLOT_WIDTH
+    height: int = PLOT_HEIGHT
+    bars: list[Bar] = field(default_factory=list)
+    line: list[tuple[float, float]] = field(default_factory=list)
+    texts: list[Text] = field(default_factory=list)
+    legend: list[str] = field(default_factory=list)
+    _shapes: list[str] = field(default_factory=list)
+
+    def svg(self, alt: str) -> str:
+        """The plot as an inline `<svg>` element of its size in pixels, labelled `alt`."""
+        label = html.escape(alt)
+        texts = "".join(_text_svg(t) for t in self.texts)
+        return (
+            f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
+            f'viewBox="0 0 {self.width} {self.height}" role="img" aria-label="{label}" '
+            f'font-family="{html.escape(_FONT)}"><title>{label}</title>{"".join(self._shapes)}{texts}</svg>'
+        )
+
+
+def _n(value: float) -> str:
+    """A coordinate in pixels, to a tenth."""
+    text = f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
+def _text_svg(t: Text) -> str:
+    attrs = f'x="{_n(t.x)}" y="{_n(t.y)}" font-size="{t.px}" text-anchor="{t.anchor}"'
+    if t.vertical:
+        attrs += f' transform="rotate(-90 {_n(t.x)} {_n(t.y)})"'
+    color = _INK if t.role in ("title", "legend") else _MUTED if t.role == "axis" else _AXIS
+    return f'<text {attrs} fill="{color}">{html.escape(t.text)}</text>'
+
+
+class _Scale:
+    """Data values to pixels along one axis (linear, or log10)."""
+
+    def __init__(self, low: float, high: float, start: float, stop: float, log: bool = False):
+        self.log = log
+        self.low, self.high = (math.log10(low), math.log10(high)) if log else (low, high)
+        self.start, self.stop = start, stop
+
+    def __call__(self, value: float) -> float:
+        v = math.log10(value) if self.log else value
+        return self.start + (v - self.low) / (self.high - self.low) * (self.stop - self.start)
+
+
+def nice_ticks(low: float, high: float, most: int) -> list[float]:
+    """Tick values in [low, high]: multiples of 1, 2, 2.5 or 5 times a power of ten, the
+    smallest such step giving at most `most` intervals.
+
+    Example:
+        >>> nice_ticks(0, 1, 5), nice_ticks(-0.5, 12.5, 6)
+        ([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], [0.0, 2.5, 5.0, 7.5, 10.0, 12.5])
+    """
+    if not high > low:
+        return [float(low)]
+    power = 10.0 ** math.floor(math.log10((high - low) / most))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if (high - low) / (m * power) <= most + 1e-9)
+    first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+    return [float(f"{i * step:.12g}") + 0.0 for i in range(first, last + 1)]
+
+
+def _short(value: float) -> str:
+    """A number as a short tick label: 0.25, 950, 12.5k, 1.25M."""
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.4g}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:.4g}k"
+    return f"{value:.4g}"
 
 
 def _panel(tensor: dict, drift: dict | None) -> str | None:
     """The tensor's plot: the drift comparison, else the bucket load of a hashed tensor, the
     histogram of numbers, the coverage curve of entries, or the values per row (None: nothing
-    to plot). One plot per tensor keeps the page cheap to draw (the top entries are HTML
-    bars)."""
+    to plot). One plot per tensor (the top entries are HTML bars)."""
     candidates = [
         ("drift", bool(drift and ("histograms" in drift or drift.get("frequencies", {}).get("values")))),
         ("load", "load" in tensor.get("hashing", {})),
@@ -48,169 +199,174 @@ def _panel(tensor: dict, drift: dict | None) -> str | None:
     return next((name for name, present in candidates if present), None)
 
 
-def _label(value) -> str:
-    """A value as a tick label: shortened, `$` kept literal (no mathtext)."""
-    text = str(value)
-    if len(text) > _LABEL_CHARS:
-        text = text[: _LABEL_CHARS - 1] + "…"
-    return text.replace("$", r"\$")
-
-
-def _fitted(labels: list[str], pixels: int = _LABEL_PX) -> tuple[list[str], int]:
-    """The tick labels cut to at most `pixels` wide (ending in "…"), measured on the font's
-    outlines without drawing, and the width of the widest."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
-    font, measure = FontProperties(size=_points(TICK_PX)), TextToPath()
-
-    def width(text: str) -> float:
-        return measure.get_text_width_height_descent(text, font, ismath=False)[0] * _DPI / 72
-
+def _fitted(labels: list, pixels: int = _LABEL_PX) -> tuple[list[str], int]:
+    """Values as tick labels: at most `_LABEL_CHARS` characters and `pixels` wide (cut, ending
+    in "…"), and the width of the widest."""
     fitted, widest = [], 0.0
-    for text in labels:
-        cut = text
-        while len(cut) > 1 and width(cut) > pixels:
+    for value in labels:
+        cut = str(value)
+        if len(cut) > _LABEL_CHARS:
+            cut = cut[: _LABEL_CHARS - 1] + "…"
+        while len(cut) > 1 and text_width(cut) > pixels:
             cut = cut[:-2] + "…"
         fitted.append(cut)
-        widest = max(widest, width(cut))
+        widest = max(widest, text_width(cut))
     return fitted, math.ceil(widest)
 
 
-def draw_figure(tensor: dict, drift: dict | None = None):
-    """The matplotlib `Figure` of a tensor's plot (None when it has nothing to plot), drawn at
-    `_DPI` with a fixed layout (tight_layout would draw every figure twice; no grid of
-    subplots): `PLOT_WIDTH` pixels wide, taller for a categorical drift of many values."""
+class _Plot:
+    """A figure being drawn, and its plotting area (pixels: `x0`..`x1` left to right, `y0`..`y1`
+    bottom to top)."""
+
+    def __init__(self, fig: Figure, left: int, right: int, top: int, bottom: int):
+        self.fig = fig
+        self.x0, self.x1 = left, fig.width - right
+        self.y0, self.y1 = fig.height - bottom, top  # y grows downwards
+
+    def rect(self, x: float, y: float, width: float, height: float, color: str, opacity: float = 1.0) -> None:
+        if width <= 0 or height <= 0:
+            return
+        fade = "" if opacity == 1.0 else f' fill-opacity="{opacity}"'
+        self.fig._shapes.append(
+            f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(width)}" height="{_n(height)}" fill="{color}"{fade}/>'
+        )
+
+    def axes(self, xs: _Scale, ys: _Scale, xticks, yticks, xlabel=str, ylabel=str) -> None:
+        """The left and bottom axis lines, their ticks and tick labels."""
+        shapes, texts = self.fig._shapes, self.fig.texts
+        path = [f"M{_n(self.x0)} {_n(self.y1)}V{_n(self.y0)}H{_n(self.x1)}"]
+        for value in xticks:
+            x = xs(value)
+            path.append(f"M{_n(x)} {_n(self.y0)}v{_TICK_LENGTH}")
+            texts.append(Text(xlabel(value), x, self.y0 + _TICK_LENGTH + TICK_PX + 1, TICK_PX, "tick"))
+        for value in yticks:
+            y = ys(value)
+            path.append(f"M{_n(self.x0)} {_n(y)}h-{_TICK_LENGTH}")
+            texts.append(
+                Text(ylabel(value), self.x0 - _TICK_LENGTH - 3, y + TICK_PX * 0.35, TICK_PX, "tick", "end")
+            )
+        shapes.append(
+            f'<path d="{"".join(path)}" stroke="{_AXIS}" fill="none" stroke-width="1" shape-rendering="crispEdges"/>'
+        )
+
+    def title(self, text: str, left: bool = False) -> None:
+        self.fig.title = text
+        x = self.x0 if left else (self.x0 + self.x1) / 2
+        self.fig.texts.append(Text(text, x, self.y1 - 8, TITLE_PX, "title", "start" if left else "middle"))
+
+    def legend(self, entries: list[tuple[str, str, float]]) -> None:
+        """Swatches and names above the plot's right end (clear of the bars)."""
+        x = self.x1
+        for name, color, opacity in reversed(entries):
+            x -= text_width(name) * _FONT_SLACK
+            self.fig.texts.append(Text(name, x, self.y1 - 8, TICK_PX, "legend", "start"))
+            x -= 16
+            self.rect(x, self.y1 - 8 - 10, 12, 10, color, opacity)
+            x -= 12
+        self.fig.legend = [name for name, _, _ in entries]
+
+    def histogram(self, edges: list, series: list[tuple[str, list, str, float]], ylabel=_short) -> None:
+        """Bars per bin of one or more series (name, heights, color, opacity), over each other."""
+        fig = self.fig
+        top = max((max(values, default=0) for _, values, _, _ in series), default=0) or 1
+        xs = _Scale(edges[0], edges[-1] if edges[-1] > edges[0] else edges[0] + 1, self.x0, self.x1)
+        ys = _Scale(0, top * 1.05, self.y0, self.y1)
+        for name, values, color, opacity in series:
+            for start, end, value in zip(edges, edges[1:], values):
+                fig.bars.append(Bar(name, start, end, value))
+                self.rect(xs(start), ys(value), xs(end) - xs(start), ys(0) - ys(value), color, opacity)
+        low, high = edges[0], edges[-1]
+        self.axes(xs, ys, nice_ticks(low, high, 6), nice_ticks(0, top * 1.05, 5), _short, ylabel)
+
+
+def draw_figure(tensor: dict, drift: dict | None = None) -> Figure | None:
+    """The plot of a tensor's report entry (and its drift entry), None when it has nothing to
+    plot: `PLOT_WIDTH` pixels wide, taller for a categorical drift of many values."""
     panel = _panel(tensor, drift)
     if panel is None:
         return None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-    categorical_drift = panel == "drift" and "histograms" not in drift
-    width, height = PLOT_WIDTH, PLOT_HEIGHT
     left, right, top, bottom = 64, 16, 30, 40  # margins, pixels
-    labels = None
-    if categorical_drift:
-        labels, widest = _fitted([_label(v) for v in drift["frequencies"]["values"]])
-        height = max(PLOT_HEIGHT, top + bottom + _DRIFT_BAR_PX * len(labels))
-        left = max(64, 16 + widest)
-    elif panel == "coverage":
+    fig = Figure(panel, "")
+    if panel == "drift" and "histograms" not in drift:
+        _categorical_drift(fig, drift, left, right, top, bottom)
+        return fig
+    if panel == "coverage":
         bottom += 14  # the axis label
-    fig = Figure(figsize=(width / _DPI, height / _DPI), dpi=_DPI)
-    FigureCanvasAgg(fig)
-    ax = fig.add_axes(
-        (left / width, bottom / height, 1 - (left + right) / width, 1 - (top + bottom) / height)
-    )
-    _draw(ax, panel, tensor, drift, labels)
-    ax.tick_params(labelsize=_points(TICK_PX))
-    ax.title.set_fontsize(_points(TITLE_PX))
-    ax.xaxis.label.set_fontsize(_points(TICK_PX))
-    ax.yaxis.label.set_fontsize(_points(TICK_PX))
-    if categorical_drift:
-        ax.xaxis.set_major_locator(MaxNLocator(5))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{100 * value:.3g}%"))
-    else:
-        if panel != "coverage":
-            ax.xaxis.set_major_locator(MaxNLocator(6))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.4g}"))
-        ax.yaxis.set_major_locator(MaxNLocator(5))  # few ticks: most of a plot's drawing time
+    plot = _Plot(fig, left, right, top, bottom)
+    if panel == "numeric":
+        hist = tensor["numeric"]["histogram"]
+        plot.histogram(hist["edges"], [("", hist["counts"], _BLUE, 1.0)])
+        plot.title("ids" if tensor.get("hashing", {}).get("statisticsOf") == "ids" else "values")
+    elif panel == "drift":
+        hist = drift["histograms"]
+        total_a, total_b = sum(hist["train"]) or 1, sum(hist["current"]) or 1
+        shares = [
+            ("train", [c / total_a for c in hist["train"]], _GREY, 0.7),
+            ("this split", [c / total_b for c in hist["current"]], _BLUE, 0.6),
+        ]
+        plot.histogram(hist["edges"], shares, lambda v: f"{v:.3g}")
+        plot.legend([(name, color, opacity) for name, _, color, opacity in shares])
+        plot.title(f"share of {drift['compared']}", left=True)
+    elif panel == "coverage":
+        _coverage(plot, tensor["categorical"]["coverage"])
+    elif panel == "load":
+        hist = tensor["hashing"]["load"]["histogram"]
+        plot.histogram(hist["edges"], [("", hist["counts"], _ORANGE, 1.0)])
+        plot.title("bucket load (occurrences per bucket)")
+        fig.texts.append(Text("buckets", 14, (plot.y0 + plot.y1) / 2, TICK_PX, "axis", vertical=True))
+    else:  # lengths
+        hist = tensor["lengths"]["histogram"]
+        plot.histogram(hist["edges"], [("", hist["counts"], _GREEN, 1.0)])
+        plot.title("values per row")
     return fig
 
 
-def _figure_png(tensor: dict, drift: dict | None) -> str:
-    """The tensor's plot as an inline PNG `<img>` of its size in pixels ('' when it has
-    nothing to plot)."""
+def _coverage(plot: _Plot, points: list[dict]) -> None:
+    """Share of all occurrences the top k entries account for, k on a log scale."""
+    fig = plot.fig
+    ks = [p["k"] for p in points]
+    low, high = min(ks), max(ks)
+    if high <= low:
+        low, high = low / 2, high * 2
+    xs = _Scale(low, high, plot.x0 + 6, plot.x1 - 6, log=True)
+    ys = _Scale(0, 1.02, plot.y0, plot.y1)
+    fig.line = [(p["k"], p["share"]) for p in points]
+    path = "".join(f"{'M' if i == 0 else 'L'}{_n(xs(k))} {_n(ys(s))}" for i, (k, s) in enumerate(fig.line))
+    fig._shapes.append(f'<path d="{path}" stroke="{_BLUE}" stroke-width="1.5" fill="none"/>')
+    fig._shapes.extend(
+        f'<circle cx="{_n(xs(k))}" cy="{_n(ys(s))}" r="3" fill="{_BLUE}"/>' for k, s in fig.line
+    )
+    ticks = [k for k in (1, 10, 100, 1000, 10000) if low <= k <= high]
+    plot.axes(xs, ys, ticks, nice_ticks(0, 1, 5), str, lambda v: f"{v:.3g}")
+    fig.texts.append(Text("k", (plot.x0 + plot.x1) / 2, fig.height - 6, TICK_PX, "axis"))
+    plot.title("coverage by top k")
+
+
+def _categorical_drift(fig: Figure, drift: dict, left: int, right: int, top: int, bottom: int) -> None:
+    """Each value's share of entries in train and here, side by side; the most frequent on top."""
+    freq = drift["frequencies"]
+    labels, widest = _fitted(freq["values"])
+    rows = len(labels)
+    fig.height = max(PLOT_HEIGHT, top + bottom + _DRIFT_BAR_PX * rows)
+    plot = _Plot(fig, max(left, 16 + math.ceil(widest * _FONT_SLACK)), right, top, bottom)
+    highest = max(max(freq["train"], default=0), max(freq["current"], default=0)) or 0.01
+    xs = _Scale(0, highest * 1.05, plot.x0, plot.x1)
+    ys = _Scale(-0.5, rows - 0.5, plot.y1, plot.y0)  # row 0 at the top
+    series = (("train", freq["train"], _GREY, -0.4), ("this split", freq["current"], _BLUE, 0.0))
+    for name, shares, color, offset in series:
+        for row, share in enumerate(shares):
+            fig.bars.append(Bar(name, row + offset, row + offset + 0.4, share))
+            plot.rect(
+                xs(0), ys(row + offset), xs(share) - xs(0), ys(row + offset + 0.4) - ys(row + offset), color
+            )
+    plot.axes(xs, ys, nice_ticks(0, highest * 1.05, 5), [], lambda v: f"{100 * v:.3g}%")
+    for row, label in enumerate(labels):
+        fig.texts.append(Text(label, plot.x0 - 6, ys(row) + TICK_PX * 0.35, TICK_PX, "tick", "end"))
+    plot.legend([("train", _GREY, 1.0), ("this split", _BLUE, 1.0)])
+    plot.title("share of entries", left=True)
+
+
+def figure_svg(tensor: dict, drift: dict | None) -> str:
+    """The tensor's plot as an inline `<svg>` ('' when it has nothing to plot)."""
     fig = draw_figure(tensor, drift)
-    if fig is None:
-        return ""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", metadata={"Software": None})
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    width, height = (round(v) for v in fig.get_size_inches() * _DPI)
-    alt = html.escape(f"{tensor['name']}: {_panel(tensor, drift)}")
-    return (
-        f'<img class="plot" alt="{alt}" width="{width}" height="{height}" src="data:image/png;base64,{data}">'
-    )
-
-
-def _bars(ax, edges, counts, **style):
-    """A histogram as one filled step artist (much cheaper to draw than a bar per bin)."""
-    style.pop("edgecolor", None)
-    ax.stairs(counts, edges, fill=True, **style)
-
-
-def _legend(ax) -> None:
-    """Train and this split, above the plot's right end (clear of the bars)."""
-    ax.legend(
-        frameon=False,
-        fontsize=_points(TICK_PX),
-        loc="lower right",
-        bbox_to_anchor=(1.0, 1.0),
-        ncols=2,
-        borderaxespad=0.1,
-        handlelength=1.2,
-    )
-
-
-def _draw(ax, panel: str, tensor: dict, drift: dict | None, labels: list[str] | None = None) -> None:
-    if panel == "numeric":
-        hist = tensor["numeric"]["histogram"]
-        _bars(ax, hist["edges"], hist["counts"], color="#3e7cb1", edgecolor="white")
-        ax.set_title("ids" if tensor.get("hashing", {}).get("statisticsOf") == "ids" else "values", y=1.0)
-    elif panel == "drift" and "histograms" in drift:
-        hist = drift["histograms"]
-        total_a, total_b = sum(hist["train"]) or 1, sum(hist["current"]) or 1
-        _bars(
-            ax, hist["edges"], [c / total_a for c in hist["train"]], color="#9aa5b1", alpha=0.7, label="train"
-        )
-        _bars(
-            ax,
-            hist["edges"],
-            [c / total_b for c in hist["current"]],
-            color="#3e7cb1",
-            alpha=0.6,
-            label="this split",
-        )
-        _legend(ax)
-        ax.set_title(f"share of {drift['compared']}", loc="left", y=1.0)
-    elif panel == "drift":  # categorical: each value's share in train and here, side by side
-        freq = drift["frequencies"]
-        rows = range(len(freq["values"]))
-        ax.barh([y - 0.2 for y in rows], freq["train"], height=0.4, color="#9aa5b1", label="train")
-        ax.barh([y + 0.2 for y in rows], freq["current"], height=0.4, color="#3e7cb1", label="this split")
-        ax.set_yticks(list(rows), labels)
-        ax.set_ylim(len(freq["values"]) - 0.5, -0.5)  # the most frequent on top
-        _legend(ax)
-        ax.set_title("share of entries", loc="left", y=1.0)
-    elif panel == "coverage":
-        points = tensor["categorical"]["coverage"]
-        ax.plot([p["k"] for p in points], [p["share"] for p in points], marker="o", color="#3e7cb1")
-        ax.set_xscale("log")
-        ticks = [k for k in (1, 10, 100, 1000) if k <= points[-1]["k"]]
-        ax.set_xticks(ticks, [str(k) for k in ticks])  # plain labels (no mathtext)
-        ax.minorticks_off()
-        ax.set_ylim(0, 1.02)
-        ax.set_title("coverage by top k", y=1.0)
-        ax.set_xlabel("k")
-    elif panel == "load":
-        hist = tensor["hashing"]["load"]["histogram"]
-        _bars(ax, hist["edges"], hist["counts"], color="#c17c2f", edgecolor="white")
-        ax.set_title("bucket load (occurrences per bucket)", y=1.0)
-        ax.set_ylabel("buckets")
-    elif panel == "lengths":
-        hist = tensor["lengths"]["histogram"]
-        _bars(ax, hist["edges"], hist["counts"], color="#6b9f5a", edgecolor="white")
-        ax.set_title("values per row", y=1.0)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _figure_key(tensor: dict, drift: dict | None) -> str:
-    return json.dumps([tensor, drift], sort_keys=True)
-
-
-def draw_figures(tensors: list[dict], drift: dict | None = None) -> dict[str, str]:
-    """The plots of `tensors` (report entries) for `render_html(..., figures=)`."""
-    drift_of = {t["name"]: t for t in (drift or {}).get("tensors", [])}
-    return {_figure_key(t, drift_of.get(t["name"])): _figure_png(t, drift_of.get(t["name"])) for t in tensors}
+    return "" if fig is None else fig.svg(f"{tensor['name']}: {fig.panel}")

@@ -1,6 +1,6 @@
 """The report page in a real headless browser (Debian's `chromium`, driven over the DevTools
-protocol): loaded from disk, no console error, every tensor has its section and plot, shown at
-the size it was drawn (so its text has the pixel sizes it was drawn with), and a screenshot
+protocol): loaded from disk, no console error, every tensor has its section and plot (inline
+SVG with its texts), shown at the size it was drawn (so its text has the pixel sizes it was drawn with), and a screenshot
 saved under the test's temporary folder."""
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ pytestmark = pytest.mark.pipeline
 
 _PAGE_CHECK = """JSON.stringify({
   sections: [...document.querySelectorAll('section.tensor')].map(s => {
-      const img = s.querySelector('img.plot'), box = img ? img.getBoundingClientRect() : null;
-      return [s.id, [...s.querySelectorAll('img.plot')].filter(i => i.complete && i.naturalWidth > 0).length,
-              box ? box.width : 0, img ? img.naturalWidth : 0, box ? box.height : 0, img ? img.naturalHeight : 0];
+      const svg = s.querySelector('svg.plot'), box = svg ? svg.getBoundingClientRect() : null;
+      const view = svg ? svg.viewBox.baseVal : null;
+      return [s.id, [...s.querySelectorAll('svg.plot')].filter(p => p.querySelectorAll('text').length > 0).length,
+              box ? box.width : 0, view ? view.width : 0, box ? box.height : 0, view ? view.height : 0];
   }),
   overview: !!document.getElementById('overview'),
   links: [...document.querySelectorAll('#overview a')].map(a => a.getAttribute('href')),
@@ -167,8 +168,8 @@ def test_the_report_page_loads_without_errors_with_a_plot_per_tensor(tmp_path, b
         assert found["overview"] and found["links"] == [f"#{anchor}" for anchor in expected]
         assert [s[0] for s in found["sections"]] == expected
         for anchor, plots, width, natural_width, height, natural_height in found["sections"]:
-            # In a 1,200 pixel wide window every plot is shown 560 pixels wide, one image pixel
-            # per CSS pixel: its tick labels are the 12 pixels they were drawn with (>= 10).
+            # In a 1,200 pixel wide window every plot is shown 560 pixels wide, one drawing
+            # pixel per CSS pixel: its tick labels are the 12 pixels they were drawn with (>= 10).
             assert plots == 1 and (width, height) == (natural_width, natural_height), anchor
             assert width == PLOT_WIDTH == 560 and height >= 300 and TICK_PX >= 10, anchor
         shot = tmp_path / f"{split}.png"
