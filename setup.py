@@ -79,5 +79,12 @@ setup(
         # Optional: the sparse indices of list columns for Dataset.from_parquet (fallback: numpy,
         # see beam_tensorize/tf/_chunks.py).
         Extension("beam_tensorize.tf._sparseindex", ["beam_tensorize/tf/_sparseindex.c"], optional=True),
+        # Optional: one pass per batch for the run report's numeric sketches (fallback: numpy, see
+        # beam_tensorize/kernels/report/sketches.py).
+        Extension(
+            "beam_tensorize.kernels.report._sketch",
+            ["beam_tensorize/kernels/report/_sketch.c"],
+            optional=True,
+        ),
     ],
 )

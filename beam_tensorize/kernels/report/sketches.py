@@ -33,12 +33,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from beam_tensorize.kernels.extensions import load_extension
 
 __all__ = [
     "DISTINCT_K",
@@ -99,6 +102,14 @@ def _bucket_points(index: np.ndarray, integral: bool) -> np.ndarray:
 
 
 _SCRATCH = threading.local()
+#: The number types the C extension summarizes (others go through numpy).
+_NATIVE_TYPES = frozenset(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
+
+
+@functools.lru_cache(maxsize=1)
+def _extension():
+    """The optional C extension `_sketch` (one pass per batch), or None (numpy)."""
+    return load_extension("beam_tensorize.kernels.report._sketch", 1, "numeric sketch", "numpy")
 
 
 def _scratch(size: int, dtype=np.int64) -> np.ndarray:
@@ -207,6 +218,12 @@ class NumericSketch:
             return
         if not (np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_):
             self.integral = False
+        native = _extension()
+        if counts is None and native is not None and values.dtype in _NATIVE_TYPES:
+            summary = native.summarize(np.ascontiguousarray(values))
+            if summary is not None:  # (None: a NaN or an infinity among them, counted below)
+                self._add_summary(*summary)
+                return
         if values.dtype != np.float64 or not values.flags.c_contiguous:
             converted = _scratch(len(values), np.float64)
             np.copyto(converted, values, casting="unsafe")
@@ -234,8 +251,9 @@ class NumericSketch:
         self.minimum = low if self.minimum is None else min(self.minimum, low)
         self.maximum = high if self.maximum is None else max(self.maximum, high)
         self.total += total
-        if weights is None:
-            self.squares += float(np.einsum("i,i->", values, values))  # no BLAS threads
+        if weights is None:  # as the C extension: numpy's pairwise sum of the squares
+            with np.errstate(over="ignore"):  # (a square past float64's range is inf, as there)
+                self.squares += float(np.add.reduce(np.square(values)))
         else:
             self.squares += float(np.einsum("i,i,i->", values, values, weights))
         # One shift of the float64 bits names each value's bucket: `index` for positive values,
@@ -264,6 +282,23 @@ class NumericSketch:
                 start = int(nonzero[1]) if len(nonzero) > 1 else stop
             if start < stop:
                 store.add_dense(offset + start, bucket_counts[start:stop])
+
+    def _add_summary(
+        self, count, low, high, total, squares, zeros, negative_first, negative, positive_first, positive
+    ):
+        """Add what the C extension's `summarize` gave of a batch (finite values only)."""
+        self.count += count
+        self.minimum = low if self.minimum is None else min(self.minimum, low)
+        self.maximum = high if self.maximum is None else max(self.maximum, high)
+        self.total += total
+        self.squares += squares
+        self.zeros += zeros
+        for store, first, dense in (
+            (self.negative, negative_first, negative),
+            (self.positive, positive_first, positive),
+        ):
+            if dense:
+                store.add_dense(first, np.frombuffer(dense, np.int64))
 
     def merge(self, other: NumericSketch) -> None:
         self.count += other.count
