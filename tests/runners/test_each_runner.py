@@ -497,12 +497,13 @@ import apache_beam as beam
 def facts(x):
     import logging, os
     from beam_tensorize.runners import worker_zygote
+    print(f"worker saw {x}")  # buffered: written when the worker ends
     inherited = [h for h in logging.getLogger().handlers if getattr(h, "probe", False)]
     return (x, worker_zygote.forked_worker(), os.environ.get("ZYGOTE_PROBE"), len(inherited))
 
 folder = sys.argv[1]
 
-def record(f):  # a file per element: what the workers print to standard output is not checked here
+def record(f):  # a file per element
     with open(os.path.join(folder, f"{f[0]}.json"), "w") as out:
         json.dump(f, out)
 
@@ -514,13 +515,16 @@ print(json.dumps({"started": started, "zygote": worker_zygote.zygote_pid()}))
 
 
 def _probe(env: dict) -> tuple[dict, list]:
-    """The probe's summary line, and the facts each element's worker recorded."""
+    """The probe's summary line, and the facts each element's worker recorded; every line a
+    worker printed reached the probe's standard output."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
         done = subprocess.run([sys.executable, "-c", _ZYGOTE_PROBE, folder], env=env, capture_output=True,
                               text=True, timeout=300)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        printed = sorted(line for line in done.stdout.splitlines() if line.startswith("worker saw"))
+        assert printed == ["worker saw 1", "worker saw 2", "worker saw 3"], done.stdout
         facts = []
         for name in sorted(os.listdir(folder)):
             with open(os.path.join(folder, name)) as f:
