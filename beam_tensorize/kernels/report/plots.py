@@ -31,6 +31,8 @@ __all__ = [
     "Text",
     "draw_figure",
     "figure_svg",
+    "nice_ticks",
+    "text_width",
 ]
 
 #: Width and (usual) height of a plot, in pixels: the page shows it at this size.
