@@ -246,16 +246,13 @@ class NumericSketch:
                 if not len(values):
                     return
                 total = float(values.sum()) if weights is None else float(np.dot(values, weights))
-        self.count += len(values) if counts is None else int(counts.sum())
-        low, high = float(values.min()), float(values.max())
-        self.minimum = low if self.minimum is None else min(self.minimum, low)
-        self.maximum = high if self.maximum is None else max(self.maximum, high)
-        self.total += total
         if weights is None:  # as the C extension: numpy's pairwise sum of the squares
             with np.errstate(over="ignore"):  # (a square past float64's range is inf, as there)
-                self.squares += float(np.add.reduce(np.square(values)))
+                squares = float(np.add.reduce(np.square(values)))
         else:
-            self.squares += float(np.einsum("i,i,i->", values, values, weights))
+            squares = float(np.einsum("i,i,i->", values, values, weights))
+        count = len(values) if counts is None else int(counts.sum())
+        self._add_moments(count, float(values.min()), float(values.max()), total, squares)
         # One shift of the float64 bits names each value's bucket: `index` for positive values,
         # `index - _SIGN` for negative ones (arithmetic shift of the sign bit); one bincount
         # counts them. The codes go to a reused buffer (a fresh one per batch costs more than
@@ -283,15 +280,19 @@ class NumericSketch:
             if start < stop:
                 store.add_dense(offset + start, bucket_counts[start:stop])
 
-    def _add_summary(
-        self, count, low, high, total, squares, zeros, negative_first, negative, positive_first, positive
-    ):
-        """Add what the C extension's `summarize` gave of a batch (finite values only)."""
+    def _add_moments(self, count: int, low: float, high: float, total: float, squares: float) -> None:
+        """Add a batch's count of finite values, their extremes, sum and sum of squares."""
         self.count += count
         self.minimum = low if self.minimum is None else min(self.minimum, low)
         self.maximum = high if self.maximum is None else max(self.maximum, high)
         self.total += total
         self.squares += squares
+
+    def _add_summary(
+        self, count, low, high, total, squares, zeros, negative_first, negative, positive_first, positive
+    ):
+        """Add what the C extension's `summarize` gave of a batch (finite values only)."""
+        self._add_moments(count, low, high, total, squares)
         self.zeros += zeros
         for store, first, dense in (
             (self.negative, negative_first, negative),
