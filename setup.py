@@ -86,5 +86,12 @@ setup(
             ["beam_tensorize/kernels/report/_sketch.c"],
             optional=True,
         ),
+        # Optional: FarmHash Fingerprint64 and SipHash-2-4 of a batch's values in one loop
+        # (fallback: pyfarmhash and numpy, see beam_tensorize/kernels/features/hash_functions.py).
+        Extension(
+            "beam_tensorize.kernels.features._hashes",
+            ["beam_tensorize/kernels/features/_hashes.c"],
+            optional=True,
+        ),
     ],
 )

@@ -21,6 +21,10 @@ Arrow columns and name-term-value lists.
   ``avro2tf/src/main/scala/com/linkedin/avro2tf/helpers/HashingTransformer.scala`` (``name,term``,
   combiners); salts as produced by Scala 2.11.6+ (the version Spark 2.3 ships).
 
+Both TensorFlow functions run in the optional C extension ``_hashes`` (one loop over a batch's
+values) when it is built; without it FarmHash comes from pyfarmhash, one call per value, and
+SipHash from numpy, vectorised over values. The two paths give the same hashes.
+
 A new hash function is a `HashFunction` subclass added to `HASH_FUNCTION_REGISTRY` (and its name
 to the config's ``HASH_FUNCTIONS``).
 
@@ -44,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from beam_tensorize.config.model import HASH_FUNCTIONS
+from beam_tensorize.kernels.extensions import load_extension
 
 __all__ = [
     "AVRO2TF_SALT_LENGTH",
@@ -248,7 +253,30 @@ class _JavaRandom:
 _SIP_INIT = (0x736F6D6570736575, 0x646F72616E646F6D, 0x6C7967656E657261, 0x7465646279746573)
 
 
+@functools.lru_cache(maxsize=1)
+def _extension():
+    """The optional C extension `_hashes`, or None (pyfarmhash and numpy)."""
+    return load_extension("beam_tensorize.kernels.features._hashes", 1, "hashing", "pyfarmhash / numpy")
+
+
+def _native_hashes(data: pa.Array, function: str, *keys: int) -> np.ndarray:
+    """`function` (``fingerprint64`` or ``siphash24``) of the extension over a binary array."""
+    out = np.empty(len(data), dtype=np.uint64)
+    dtype = np.int64 if pa.types.is_large_binary(data.type) else np.int32
+    offsets = np.frombuffer(data.buffers()[1], dtype=dtype)[data.offset : data.offset + len(data) + 1]
+    buffer = data.buffers()[2]
+    getattr(_extension(), function)(offsets, b"" if buffer is None else buffer, *keys, out)
+    return out
+
+
 def _siphash24(data: pa.Array, k0: int, k1: int) -> np.ndarray:
+    """SipHash-2-4 of every value of a binary array (uint64)."""
+    if _extension() is not None:
+        return _native_hashes(data, "siphash24", k0, k1)
+    return _numpy_siphash24(data, k0, k1)
+
+
+def _numpy_siphash24(data: pa.Array, k0: int, k1: int) -> np.ndarray:
     """SipHash-2-4 of every value of a binary array, vectorised over values (uint64)."""
     count = len(data)
     offsets = _binary_offsets(data)
@@ -315,6 +343,8 @@ def _sip_rounds(v0, v1, v2, v3, tmp, rounds: int) -> None:
 
 def _fingerprints(data: pa.Array) -> np.ndarray:
     """uint64 FarmHash Fingerprint64 of each binary value."""
+    if _extension() is not None:
+        return _native_hashes(data, "fingerprint64")
     return np.fromiter(map(farmhash.fingerprint64, data.to_pylist()), dtype=np.uint64, count=len(data))
 
 
