@@ -147,9 +147,10 @@ def _dense(
             f"the input is {column.type}"
         )
     if rank == 0:
-        problems.add(np.asarray(column.is_null(), dtype=bool), f"tensor {layout.name!r}: null value")
-        values = _convert_values(column.fill_null(_zero(column.type)), layout, problems, None)
-        return {layout.name: _wrap_scalars(values)}
+        if column.null_count:
+            problems.add(np.asarray(column.is_null(), dtype=bool), f"tensor {layout.name!r}: null value")
+            column = column.fill_null(_zero(column.type))
+        return {layout.name: _wrap_scalars(_convert_values(column, layout, problems, None))}
     if depth == 0:  # scalar declared with shape [n]: a list of one value (or none for null)
         column = pa.LargeListArray.from_arrays(
             pa.array(np.concatenate([[0], np.cumsum(np.asarray(column.is_valid(), np.int64))])),
@@ -161,9 +162,11 @@ def _dense(
     level = column
     for dim, size in enumerate(layout.shape):
         level = as_large_list(level)
-        nulls = np.asarray(level.is_null(), dtype=bool)
-        lengths = np.where(nulls, 0, np.diff(list_offsets(level)))
-        if dim > 0 and nulls.any():
+        lengths = np.diff(list_offsets(level))
+        nulls = np.asarray(level.is_null(), dtype=bool) if level.null_count else None
+        if nulls is not None:
+            lengths[nulls] = 0
+        if dim > 0 and nulls is not None and nulls.any():
             problems.add(
                 _rows_mask(owners[nulls], problems), f"tensor {layout.name!r}: null list inside the value"
             )

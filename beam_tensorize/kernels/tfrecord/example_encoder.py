@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.arrow_types import is_list_type
+from beam_tensorize.kernels.arrow_types import is_list_type, list_offsets
 from beam_tensorize.kernels.tfrecord.native import binary_offsets, native
 from beam_tensorize.kernels.tfrecord.wire import (
     ByteRows,
@@ -142,9 +142,13 @@ def _normalise(name: str, array: pa.Array) -> _Column:
     if pa.types.is_binary_view(typ) or pa.types.is_string_view(typ):
         array = array.cast(pa.large_binary())
         typ = array.type
-    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    nulls = array.null_count
+    valid = array.is_valid().to_numpy(zero_copy_only=False) if nulls else np.ones(len(array), np.bool_)
     if is_list_type(typ, views=True):
-        counts = pc.fill_null(pc.list_value_length(array), 0).to_numpy().astype(np.int64, copy=False)
+        if nulls or not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
+            counts = pc.fill_null(pc.list_value_length(array), 0).to_numpy().astype(np.int64, copy=False)
+        else:
+            counts = np.diff(list_offsets(array))
         values = _decode_dictionary(array.flatten())
         if values.null_count:
             first = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
