@@ -496,10 +496,18 @@ class DistinctSketch:
     def add(self, hashes: np.ndarray) -> None:
         """Add the hashes (int64 in [0, 2**62)) of some values."""
         hashes = np.asarray(hashes, np.int64)
-        if len(self.hashes) >= self.k:  # only hashes below the k-th smallest can enter
-            hashes = hashes[hashes < self.hashes[-1]]
-        both = np.unique(np.concatenate([self.hashes, hashes]))
-        self.hashes = both[: self.k]
+        kept = self.hashes
+        if len(kept) >= self.k:  # only hashes below the k-th smallest can enter
+            hashes = hashes[hashes < kept[-1]]
+        if not len(kept):
+            self.hashes = np.unique(hashes)[: self.k]
+            return
+        new = np.unique(hashes)  # few once the sketch is full: merged into the sorted kept ones
+        at = np.searchsorted(kept, new)
+        unseen = kept[np.minimum(at, len(kept) - 1)] != new
+        new, at = new[unseen], at[unseen]
+        if len(new):
+            self.hashes = np.insert(kept, at, new)[: self.k]
 
     def merge(self, other: DistinctSketch) -> None:
         self.add(other.hashes)

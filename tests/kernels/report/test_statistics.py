@@ -143,6 +143,22 @@ def test_distinct_sketch_is_exact_below_k_and_close_above():
     assert abs(big.estimate() - 200_000) / 200_000 < 3 / math.sqrt(2048)
 
 
+def test_distinct_sketch_keeps_the_k_smallest_distinct_hashes_after_every_batch():
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        k = int(rng.integers(1, 40))
+        sketch, seen = DistinctSketch(k), np.zeros(0, np.int64)
+        for _ in range(int(rng.integers(1, 8))):
+            batch = rng.integers(0, int(rng.integers(1, 150)), size=int(rng.integers(0, 60)))
+            sketch.add(batch)
+            seen = np.concatenate([seen, batch])
+            assert sketch.hashes.tolist() == np.unique(seen)[:k].tolist()
+        other = DistinctSketch(k)
+        other.add(rng.integers(0, 150, size=30))
+        sketch.merge(other)
+        assert sketch.hashes.tolist() == np.unique(np.concatenate([seen, other.hashes]))[:k].tolist()
+
+
 # --- generated data with known distributions -------------------------------------------------
 
 GENERATED_CONFIG = {
