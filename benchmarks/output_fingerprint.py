@@ -5,7 +5,9 @@ format, compressions, `num_shards`, `max_records_per_file`, partition folders; t
 sample, the Avro2TF MovieLens config and, with `--rows`, a generated MovieLens-like input) and
 writes the SHA-256 of every output file into `--out` (the HTML page and the run log left out,
 the run report's JSON without its `timings` and with the checkout's and the work folder's paths
-masked: they hold times and the input's full path). Run it before a change and after, then compare:
+masked: they hold times and the input's full path). The inputs are read from one fixed folder
+(`INPUTS`, in the system's temporary folder), so that two checkouts read the same paths. Run it
+before a change and after, then compare:
 
     python benchmarks/output_fingerprint.py --out /tmp/before.txt
     (change the code)
@@ -23,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -66,19 +69,29 @@ MOVIELENS_CONFIG = os.path.join(
 VOLATILE = (".html", ".log")
 
 
+#: Where the inputs are read from: a fixed folder, so that runs from two checkouts (before and
+#: after a change) read the same paths. An input's path is part of its batches' source tags,
+#: which choose the first shard of a batch's records (`kernels/output/shards.py`).
+INPUTS = os.path.join(tempfile.gettempdir(), "beam_tensorize-fingerprint-inputs")
+
+
 def _inputs(kind: str, generated: str | None) -> list[str]:
     from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 
-    if kind == "sample":
-        return []
+    sample, config = (os.path.join(INPUTS, os.path.basename(path)) for path in (SAMPLE_AVRO, SAMPLE_CONFIG))
+    os.makedirs(INPUTS, exist_ok=True)
+    for source, copy in ((SAMPLE_AVRO, sample), (SAMPLE_CONFIG, config)):
+        shutil.copyfile(source, copy)
+    if kind == "sample":  # the bundled sample run
+        return ["--input", sample, "--config", config]
     if kind == "movielens":
-        return ["--input", SAMPLE_AVRO, "--config", MOVIELENS_CONFIG]
-    return ["--input", generated, "--config", SAMPLE_CONFIG]
+        return ["--input", sample, "--config", MOVIELENS_CONFIG]
+    return ["--input", generated, "--config", config]
 
 
 def fingerprints(folder: str, work: str) -> dict[str, str]:
     """`{relative path: sha256}` of every file under `folder` but the volatile ones (`work`: the
-    folder of the generated input, masked in the report as the checkout is)."""
+    outputs' folder, masked in the report as the checkout and the inputs' folder are)."""
     found = {}
     for root, _, files in os.walk(folder):
         for name in files:
@@ -95,6 +108,7 @@ def fingerprints(folder: str, work: str) -> dict[str, str]:
                     json.dumps(report, sort_keys=True)
                     .replace(ROOT, "<checkout>")
                     .replace(work, "<work>")
+                    .replace(INPUTS, "<inputs>")
                     .encode()
                 )
             found[relative] = hashlib.sha256(data).hexdigest()
@@ -120,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(work, exist_ok=True)
         generated = None
         if args.rows:
-            generated = os.path.join(work, f"generated-{args.rows}.avro")
+            generated = os.path.join(INPUTS, f"generated-{args.rows}.avro")
             if not os.path.exists(generated):
+                os.makedirs(INPUTS, exist_ok=True)
                 generate_movielens_avro(generated, rows=args.rows, seed=0)
         for name, kind, flags in CASES:
             if kind == "generated" and not generated:
