@@ -262,6 +262,8 @@ def _extension():
 def _native_hashes(data: pa.Array, function: str, *keys: int) -> np.ndarray:
     """`function` (``fingerprint64`` or ``siphash24``) of the extension over a binary array."""
     out = np.empty(len(data), dtype=np.uint64)
+    if not len(data):  # (its offsets buffer may be missing)
+        return out
     dtype = np.int64 if pa.types.is_large_binary(data.type) else np.int32
     offsets = np.frombuffer(data.buffers()[1], dtype=dtype)[data.offset : data.offset + len(data) + 1]
     buffer = data.buffers()[2]

@@ -55,6 +55,7 @@ def test_slices_empty_arrays_and_empty_strings(monkeypatch):
     assert only_empty.buffers()[2] is None or only_empty.buffers()[2].size == 0
     assert hash_functions._fingerprints(only_empty).tolist() == [farmhash.fingerprint64(b"")] * 2
     assert hash_functions._fingerprints(pa.array([], pa.binary())).tolist() == []
+    assert hash_functions._siphash24(pa.array([], pa.large_binary()), 1, 2).tolist() == []
     assert (
         hash_functions._siphash24(sliced, 1, 2).tolist()
         == hash_functions._numpy_siphash24(sliced, 1, 2).tolist()
