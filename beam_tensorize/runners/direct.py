@@ -32,6 +32,7 @@ from beam_tensorize.runners._compat import (
     cache_signatures,
     fn_api_runner,
     prompt_state_samplers,
+    quick_cache_weights,
 )
 
 __all__ = ["beam_folder_removed", "command_setup", "direct_runner_for", "job_options", "start_worker_zygote"]
@@ -49,12 +50,14 @@ def job_options(argv: list[str]) -> PipelineOptions:
 
 def command_setup() -> None:
     """What the command-line jobs change in Beam before they build a job: DoFn specs read once
-    per DoFn class (`cache_dofn_specs`), functions' signatures read once (`cache_signatures`)
-    and bundles' state samplers that wake within 20 ms (`prompt_state_samplers`). A process
+    per DoFn class (`cache_dofn_specs`), functions' signatures read once (`cache_signatures`),
+    bundles' state samplers that wake within 20 ms (`prompt_state_samplers`) and cached side
+    inputs weighed without listing every module's globals each time (`quick_cache_weights`). A process
     that never calls it keeps Beam's behaviour."""
     cache_dofn_specs()
     cache_signatures()
     prompt_state_samplers()
+    quick_cache_weights()
 
 
 def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:

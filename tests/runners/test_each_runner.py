@@ -413,6 +413,45 @@ def test_the_beam_internals_the_runner_uses_are_there():
     assert not os.path.exists(made)
 
 
+def test_quick_cache_weights_are_beam_s_weights():
+    """`quick_cache_weights` (the commands' set-up) weighs a cached value as objsize does for
+    Beam (loaded modules' globals left out), also for modules loaded after its last look."""
+    import sys
+    import types
+
+    import objsize
+    import pyarrow as pa
+    from apache_beam.runners.worker import statecache
+
+    from beam_tensorize.runners._compat import quick_cache_weights
+
+    def beam_s(*objs):  # what statecache.get_deep_size computes
+        return objsize.get_deep_size(
+            *objs,
+            get_size_func=statecache._size_func,
+            get_referents_func=statecache._get_referents_func,
+            filter_func=statecache._filter_func,
+        )
+
+    quick_cache_weights()
+    assert statecache.get_deep_size._cached
+    values = [
+        ["a", "bb", "ccc" * 100],
+        {"genres": pa.array(["Drama", "Comedy"]), "ids": list(range(1000))},
+        (len, pa.RecordBatch.from_pydict({"x": [1.5, 2.5]}), {"nested": [b"x" * 5000]}),
+    ]
+    for value in values:
+        assert statecache.get_deep_size(value) == beam_s(value) > 0
+    late = types.ModuleType("late_module_for_weights")
+    late.big = list(range(100_000))
+    sys.modules[late.__name__] = late
+    try:
+        holder = {"module_globals": vars(late), "own": [1, 2, 3]}
+        assert statecache.get_deep_size(holder) == beam_s(holder) < objsize.get_deep_size(late.big)
+    finally:
+        del sys.modules[late.__name__]
+
+
 def test_cached_signatures_are_read_again_when_a_function_changes():
     """`cache_signatures` (the commands' set-up) answers from its cache only while what a
     signature comes from is unchanged; bound methods share their function's entry; wrappers
