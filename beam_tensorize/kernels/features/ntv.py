@@ -70,13 +70,17 @@ def select_ntv(batch: pa.RecordBatch, selections: Sequence[NtvSelection]) -> pa.
         column = _ntv_column(batch, selection.column)
         lengths = list_lengths(column)
         flat = column.flatten()
-        keep = _keep_mask(pc.struct_field(flat, ["name"]), selection)
-        entries.append(_normalize(flat.filter(keep)))
-        row_ids.append(np.repeat(np.arange(rows), lengths)[np.asarray(keep, dtype=bool)])
+        keep = np.asarray(_keep_mask(pc.struct_field(flat, ["name"]), selection), dtype=bool)
+        everything = keep.all()
+        entries.append(_normalize(flat if everything else flat.filter(pa.array(keep))))
+        owners = np.repeat(np.arange(rows), lengths)
+        row_ids.append(owners if everything else owners[keep])
     all_rows = np.concatenate(row_ids) if row_ids else np.zeros(0, np.int64)
-    # Stable sort by row keeps config column order, then input order, inside each row.
-    order = np.argsort(all_rows, kind="stable")
-    values = pa.concat_arrays(entries).take(pa.array(order)) if entries else pa.array([], NTV_TYPE)
+    if len(entries) == 1:  # one column's entries are in row order already
+        values = entries[0]
+    else:  # a stable sort by row keeps config column order, then input order, inside each row
+        order = np.argsort(all_rows, kind="stable")
+        values = pa.concat_arrays(entries).take(pa.array(order)) if entries else pa.array([], NTV_TYPE)
     counts = np.bincount(all_rows, minlength=rows)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return pa.LargeListArray.from_arrays(pa.array(offsets), values)

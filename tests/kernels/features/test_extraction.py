@@ -64,6 +64,20 @@ def test_select_ntv_star(ntv_batch):
     assert nothing.to_pylist() == [[], [], [], []]
 
 
+def test_select_ntv_of_one_column_keeps_its_row_order(ntv_batch):
+    only_genres = select_ntv(ntv_batch, [NtvSelection("genres", whitelist=("Genre",))])
+    assert only_genres.to_pylist() == [ntv(("Genre", "Action", 1.0)), [], [], ntv(("Genre", "Drama", 0.5))]
+    everything = select_ntv(ntv_batch, [NtvSelection("latent", whitelist=("*",))])
+    assert everything.to_pylist() == [
+        ntv(("0", "", 0.1), ("1", "", 0.2)),
+        ntv(("0", "", 0.3)),
+        ntv(("1", "", 0.4)),
+        [],
+    ]
+    sliced = select_ntv(ntv_batch.slice(1, 3), [NtvSelection("latent", blacklist=("0",))])
+    assert sliced.to_pylist() == [[], ntv(("1", "", 0.4)), []]
+
+
 def test_select_ntv_rejects_non_ntv_column():
     batch = pa.RecordBatch.from_pydict({"x": [[1, 2]]})
     with pytest.raises(
