@@ -24,6 +24,7 @@ __all__ = [
     "default_column",
     "field_default",
     "check_columns",
+    "holds_one_value",
     "is_list_type",
     "leaf_type",
     "list_depth",
@@ -226,3 +227,27 @@ def _prune_type(t: pa.DataType, paths: list[tuple[str, ...]], where: str) -> pa.
             if n in wanted
         ]
     )
+
+
+def holds_one_value(strings: pa.Array) -> bool:
+    """Whether a non-empty (large) string or binary array without nulls holds one value only,
+    compared as bytes (no hashing).
+
+    Example:
+        >>> holds_one_value(pa.array(["Genre", "Genre"])), holds_one_value(pa.array(["a", "b"]))
+        (True, False)
+    """
+    if not len(strings) or strings.null_count:
+        return False
+    wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
+    if not (wide or pa.types.is_string(strings.type) or pa.types.is_binary(strings.type)):
+        return False
+    offsets = np.frombuffer(strings.buffers()[1], np.int64 if wide else np.int32)
+    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
+    size = int(offsets[1] - offsets[0])
+    if not (np.diff(offsets) == size).all():
+        return False
+    if size == 0:
+        return True
+    data = np.frombuffer(strings.buffers()[2], np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    return bool((data.reshape(-1, size) == data[:size]).all())

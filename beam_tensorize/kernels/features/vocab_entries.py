@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.arrow_types import list_offsets
-from beam_tensorize.kernels.features.ntv import is_ntv, ntv_triples
+from beam_tensorize.kernels.arrow_types import holds_one_value, list_offsets
+from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts, ntv_triples
 
 __all__ = [
     "count_entries",
@@ -103,6 +103,16 @@ def lookup_ntv(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row of each record, its feature-list index, its value) for an NTV column."""
     vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
-    row_of, entries, values = ntv_triples(ntv)
+    row_of, names, terms, values = ntv_parts(ntv)
+    if holds_one_value(names):  # one name (a whitelist of one): its terms against its entries
+        prefix = names[0].as_py() + NTV_SEPARATOR
+        own = np.flatnonzero(
+            np.asarray(pc.starts_with(vocab.cast(pa.string()), prefix).fill_null(False), bool)
+        )
+        own_terms = pc.utf8_slice_codeunits(vocab.take(pa.array(own)).cast(pa.string()), len(prefix))
+        found = np.asarray(pc.index_in(terms, own_terms).fill_null(-1), dtype=np.int64)
+        ids = np.where(found >= 0, own[np.maximum(found, 0)] if len(own) else 0, len(vocab))
+        return row_of, ids.astype(np.int64, copy=False), values
+    entries = pc.binary_join_element_wise(names, terms, NTV_SEPARATOR)
     ids = np.asarray(pc.index_in(entries, vocab).fill_null(len(vocab)), dtype=np.int64)
     return row_of, ids, values

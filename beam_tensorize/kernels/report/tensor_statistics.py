@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths
+from beam_tensorize.kernels.arrow_types import as_large_list, holds_one_value, is_list_type, list_lengths
 from beam_tensorize.kernels.features.hashing import DistinctHashes, distinct_hashes, hash_buckets
 from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts
 from beam_tensorize.kernels.report.sketches import DistinctSketch, NumericSketch, TopK
@@ -272,7 +272,7 @@ def _ntv_entry_counts(names: pa.Array, terms: pa.Array) -> tuple[pa.Array, np.nd
     of first occurrence, and their counts. Only distinct entries are joined into strings: when
     every record has the same name (one whitelisted name), the terms are counted; otherwise the
     pairs of dictionary indices of name and term."""
-    if _one_value(names):
+    if holds_one_value(names):
         counted = pc.value_counts(terms)
         joined = pc.binary_join_element_wise(names[0].as_py(), counted.field("values"), NTV_SEPARATOR)
         return joined, np.asarray(counted.field("counts"), np.int64)
@@ -290,22 +290,3 @@ def _ntv_entry_counts(names: pa.Array, terms: pa.Array) -> tuple[pa.Array, np.nd
         counted = pc.value_counts(pc.binary_join_element_wise(names, terms, NTV_SEPARATOR))
         return counted.field("values"), np.asarray(counted.field("counts"), np.int64)
     return entries, np.asarray(counted.field("counts"), np.int64)
-
-
-def _one_value(strings: pa.Array) -> bool:
-    """Whether a non-empty (large) string array without nulls holds one value only, compared
-    as bytes (no hashing)."""
-    if not len(strings) or strings.null_count:
-        return False
-    wide = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
-    if not (wide or pa.types.is_string(strings.type) or pa.types.is_binary(strings.type)):
-        return False
-    offsets = np.frombuffer(strings.buffers()[1], np.int64 if wide else np.int32)
-    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
-    size = int(offsets[1] - offsets[0])
-    if not (np.diff(offsets) == size).all():
-        return False
-    if size == 0:
-        return True
-    data = np.frombuffer(strings.buffers()[2], np.uint8)[int(offsets[0]) : int(offsets[-1])]
-    return bool((data.reshape(-1, size) == data[:size]).all())

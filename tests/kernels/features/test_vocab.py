@@ -410,3 +410,35 @@ def test_unknown_ntv_records_of_a_row_become_one_entry_with_value_one_or_are_dis
         {"indices": [0], "values": [2.0]},
         {"indices": [], "values": []},
     ]
+
+
+def _joined_lookup(ntv_column, vocab):
+    """Each record's `name,term` looked up in the list as it is written (the general path)."""
+    from beam_tensorize.kernels.features.ntv import ntv_triples
+
+    rows, entries, values = ntv_triples(ntv_column)
+    ids = [vocab.index(e) if e in vocab else len(vocab) for e in entries.to_pylist()]
+    return rows.tolist(), ids, values.tolist()
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [("a", "x"), ("a", "b,c"), ("a", "y"), ("a", "")],  # one name: looked up by its terms
+        [("a,b", "c"), ("a,b", "x")],  # a name holding the separator
+        [("a", "x"), ("b", "x"), ("a", "b,c")],  # several names: the joined entries
+        [("é", "ü"), ("é", "x")],  # names and terms beyond ASCII
+    ],
+)
+def test_lookup_ntv_finds_what_the_joined_entries_find(records):
+    from beam_tensorize.kernels.features.vocab_entries import lookup_ntv
+
+    vocab = ["b,x", "a,b,c", "a,x", "a,", "é,ü", "a,b,x", "z"]
+    column = pa.array(
+        [[{"name": n, "term": t, "value": float(i)} for i, (n, t) in enumerate(records)], None, []],
+        pa.list_(pa.struct([("name", pa.string()), ("term", pa.string()), ("value", pa.float64())])),
+    )
+    for kind in (pa.string(), pa.large_string()):
+        rows, ids, values = lookup_ntv(column, pa.array(vocab, kind))
+        assert (rows.tolist(), ids.tolist(), values.tolist()) == _joined_lookup(column, vocab)
+    assert lookup_ntv(column, [])[1].tolist() == [0] * len(records)
