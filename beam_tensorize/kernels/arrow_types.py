@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_BATCH_ROWS",
     "DEFAULT_KEY",
     "as_large_list",
+    "binary_offsets",
     "default_column",
     "field_default",
     "check_columns",
@@ -251,3 +252,24 @@ def holds_one_value(strings: pa.Array) -> bool:
         return True
     data = np.frombuffer(strings.buffers()[2], np.uint8)[int(offsets[0]) : int(offsets[-1])]
     return bool((data.reshape(-1, size) == data[:size]).all())
+
+
+def binary_offsets(array: pa.Array) -> tuple[np.ndarray, pa.Buffer | bytes]:
+    """The value offsets of a binary / string array's own rows (`len(array) + 1` of them, int64
+    for the large types, else int32; contiguous, not rebased to 0) and its data buffer (b"" when
+    it has none), as the C extensions take them.
+
+    Example:
+        >>> offsets, data = binary_offsets(pa.array([b"a", b"bc", b"def"]).slice(1))
+        >>> offsets.tolist(), offsets.dtype.name, bytes(data)
+        ([1, 3, 6], 'int32', b'abcdef')
+    """
+    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
+    buffers = array.buffers()
+    if buffers[1] is None:
+        offsets = np.zeros(1, np.int64 if large else np.int32)
+    else:
+        offsets = np.frombuffer(buffers[1], np.int64 if large else np.int32)
+        offsets = offsets[array.offset : array.offset + len(array) + 1]
+    data = buffers[2] if buffers[2] is not None else b""
+    return np.ascontiguousarray(offsets), data

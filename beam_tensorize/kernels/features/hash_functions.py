@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from beam_tensorize.config.model import HASH_FUNCTIONS
+from beam_tensorize.kernels.arrow_types import binary_offsets
 from beam_tensorize.kernels.extensions import load_extension
 
 __all__ = [
@@ -262,12 +263,8 @@ def _extension():
 def _native_hashes(data: pa.Array, function: str, *keys: int) -> np.ndarray:
     """`function` (``fingerprint64`` or ``siphash24``) of the extension over a binary array."""
     out = np.empty(len(data), dtype=np.uint64)
-    if not len(data):  # (its offsets buffer may be missing)
-        return out
-    dtype = np.int64 if pa.types.is_large_binary(data.type) else np.int32
-    offsets = np.frombuffer(data.buffers()[1], dtype=dtype)[data.offset : data.offset + len(data) + 1]
-    buffer = data.buffers()[2]
-    getattr(_extension(), function)(offsets, b"" if buffer is None else buffer, *keys, out)
+    offsets, buffer = binary_offsets(data)
+    getattr(_extension(), function)(offsets, buffer, *keys, out)
     return out
 
 
@@ -281,7 +278,7 @@ def _siphash24(data: pa.Array, k0: int, k1: int) -> np.ndarray:
 def _numpy_siphash24(data: pa.Array, k0: int, k1: int) -> np.ndarray:
     """SipHash-2-4 of every value of a binary array, vectorised over values (uint64)."""
     count = len(data)
-    offsets = _binary_offsets(data)
+    offsets = binary_offsets(data)[0].astype(np.int64)
     lengths = np.diff(offsets)
     words = lengths // 8 + 1  # the last word carries the tail bytes and the length byte
     first_word = np.concatenate([[0], np.cumsum(words)[:-1]]).astype(np.int64)
@@ -364,9 +361,3 @@ def _as_binary(values: pa.Array) -> pa.Array:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return values
     raise ValueError(f"hash_buckets needs strings or bytes, got {t}; use canonical_strings first")
-
-
-def _binary_offsets(data: pa.Array) -> np.ndarray:
-    dtype = np.int64 if pa.types.is_large_binary(data.type) else np.int32
-    offsets = np.frombuffer(data.buffers()[1], dtype=dtype)
-    return offsets[data.offset : data.offset + len(data) + 1].astype(np.int64)

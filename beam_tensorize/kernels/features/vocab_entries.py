@@ -105,11 +105,9 @@ def lookup_ntv(
     vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
     row_of, names, terms, values = ntv_parts(ntv)
     if holds_one_value(names):  # one name (a whitelist of one): its terms against its entries
-        prefix = names[0].as_py() + NTV_SEPARATOR
-        own = np.flatnonzero(
-            np.asarray(pc.starts_with(vocab.cast(pa.string()), prefix).fill_null(False), bool)
-        )
-        own_terms = pc.utf8_slice_codeunits(vocab.take(pa.array(own)).cast(pa.string()), len(prefix))
+        prefix, text = names[0].as_py() + NTV_SEPARATOR, vocab.cast(pa.string())
+        own = np.flatnonzero(np.asarray(pc.starts_with(text, prefix).fill_null(False), bool))
+        own_terms = pc.utf8_slice_codeunits(text.take(pa.array(own)), len(prefix))
         found = np.asarray(pc.index_in(terms, own_terms).fill_null(-1), dtype=np.int64)
         ids = np.where(found >= 0, own[np.maximum(found, 0)] if len(own) else 0, len(vocab))
         return row_of, ids.astype(np.int64, copy=False), values

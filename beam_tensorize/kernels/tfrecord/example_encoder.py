@@ -46,8 +46,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.arrow_types import is_list_type, list_offsets
-from beam_tensorize.kernels.tfrecord.native import binary_offsets, native
+from beam_tensorize.kernels.arrow_types import binary_offsets, is_list_type, list_offsets
+from beam_tensorize.kernels.tfrecord.native import native
 from beam_tensorize.kernels.tfrecord.wire import (
     ByteRows,
     concat_parts,

@@ -39,7 +39,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.tfrecord.native import NATIVE_ENV, binary_offsets, native
+from beam_tensorize.kernels.arrow_types import binary_offsets
+from beam_tensorize.kernels.tfrecord.native import NATIVE_ENV, native
 
 __all__ = [
     "COMPRESSIONS",
