@@ -75,13 +75,17 @@ VOLATILE = (".html", ".log")
 INPUTS = os.path.join(tempfile.gettempdir(), "beam_tensorize-fingerprint-inputs")
 
 
-def _inputs(kind: str, generated: str | None) -> list[str]:
+def _copy_sample() -> tuple[str, str]:
+    """The bundled sample's Avro file and config, copied into `INPUTS`."""
     from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 
-    sample, config = (os.path.join(INPUTS, os.path.basename(path)) for path in (SAMPLE_AVRO, SAMPLE_CONFIG))
-    os.makedirs(INPUTS, exist_ok=True)
-    for source, copy in ((SAMPLE_AVRO, sample), (SAMPLE_CONFIG, config)):
+    copies = tuple(os.path.join(INPUTS, os.path.basename(path)) for path in (SAMPLE_AVRO, SAMPLE_CONFIG))
+    for source, copy in zip((SAMPLE_AVRO, SAMPLE_CONFIG), copies):
         shutil.copyfile(source, copy)
+    return copies
+
+
+def _inputs(kind: str, sample: str, config: str, generated: str | None) -> list[str]:
     if kind == "sample":  # the bundled sample run
         return ["--input", sample, "--config", config]
     if kind == "movielens":
@@ -132,17 +136,18 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         work = args.workdir or stack.enter_context(tempfile.TemporaryDirectory())
         os.makedirs(work, exist_ok=True)
+        os.makedirs(INPUTS, exist_ok=True)
+        sample, config = _copy_sample()
         generated = None
         if args.rows:
             generated = os.path.join(INPUTS, f"generated-{args.rows}.avro")
             if not os.path.exists(generated):
-                os.makedirs(INPUTS, exist_ok=True)
                 generate_movielens_avro(generated, rows=args.rows, seed=0)
         for name, kind, flags in CASES:
             if kind == "generated" and not generated:
                 continue
             output = os.path.join(work, name)
-            argv = [*_inputs(kind, generated), *flags, "--output", output, "--save_mode", "overwrite",
+            argv = [*_inputs(kind, sample, config, generated), *flags, "--output", output, "--save_mode", "overwrite",
                     "--report", "json", "--quiet"]  # fmt: skip
             with contextlib.redirect_stdout(io.StringIO()):
                 code = tensorize(argv)
