@@ -23,12 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import ALL_NAMES, NtvSelection
-from beam_tensorize.kernels.arrow_types import list_lengths
+from beam_tensorize.kernels.arrow_types import holds_one_value, list_lengths
 from beam_tensorize.kernels.features.expressions import ExpressionEvalError, cast_like_spark
 
 __all__ = [
     "NTV_SEPARATOR",
     "NTV_TYPE",
+    "count_ntv_entries",
     "is_ntv",
     "ntv_names_and_terms",
     "ntv_parts",
@@ -141,23 +142,20 @@ def ntv_triples(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
 
 def ntv_names_and_terms(ntv: pa.Array) -> tuple[pa.Array, pa.Array]:
     """The names and the terms of every record of an NTV column (as in `ntv_triples`)."""
-    _, name, term, _ = ntv_parts(ntv)
-    return name, term
+    records, valid = _records(ntv)
+    if valid is not None:
+        records = records.filter(pa.array(valid))
+    return _text_field(records, "name"), _text_field(records, "term")
 
 
 def ntv_parts(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
     """(row of each record, its name, its term, its value) of an NTV column, as `ntv_triples`."""
-    item = getattr(ntv.type, "value_type", None)
-    if item is None or not pa.types.is_struct(item) or {"name", "term", "value"} - {f.name for f in item}:
-        raise ExpressionEvalError(
-            f"an NTV column must be a list of records with name, term and value; got {ntv.type}"
-        )
+    records, valid = _records(ntv)
     row_of = np.repeat(np.arange(len(ntv), dtype=np.int64), list_lengths(ntv))
-    records = ntv.flatten()
-    if records.null_count:
-        valid = np.asarray(records.is_valid(), dtype=bool)
+    if valid is not None:
         records, row_of = records.filter(pa.array(valid)), row_of[valid]
-    name, term = (_as_text(pc.struct_field(records, [item.get_field_index(f)])) for f in ("name", "term"))
+    name, term = _text_field(records, "name"), _text_field(records, "term")
+    item = records.type
     values = pc.struct_field(records, [item.get_field_index("value")])
     try:
         values = values.cast(pa.float64()).fill_null(0.0)
@@ -166,7 +164,57 @@ def ntv_parts(ntv: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray
     return row_of, name, term, np.asarray(values, dtype=np.float64)
 
 
-def _as_text(values: pa.Array) -> pa.Array:
-    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+def _records(ntv: pa.Array) -> tuple[pa.StructArray, np.ndarray | None]:
+    """The records of an NTV column's lists, and which are not null (None: all)."""
+    item = getattr(ntv.type, "value_type", None)
+    if item is None or not pa.types.is_struct(item) or {"name", "term", "value"} - {f.name for f in item}:
+        raise ExpressionEvalError(
+            f"an NTV column must be a list of records with name, term and value; got {ntv.type}"
+        )
+    records = ntv.flatten()
+    return records, np.asarray(records.is_valid(), dtype=bool) if records.null_count else None
+
+
+def _text_field(records: pa.StructArray, name: str) -> pa.Array:
+    """A field of the records as text (see `ntv_triples`)."""
+    values = pc.struct_field(records, [records.type.get_field_index(name)])
+    if pa.types.is_large_string(values.type):  # (names and terms are joined: one type for both)
+        values = values.cast(pa.string())
+    elif not pa.types.is_string(values.type):
         values = cast_like_spark(values, "string")
-    return values.fill_null("null")
+    return values.fill_null("null") if values.null_count else values
+
+
+def count_ntv_entries(names: pa.Array, terms: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The distinct `name,term` entries of NTV records (as `ntv_triples` writes them) and how
+    often each occurs, in order of first occurrence; `names` and `terms` as
+    `ntv_names_and_terms` gives them.
+
+    Only distinct entries are joined into strings: when every record has the same name (one
+    whitelisted name), the terms are counted; otherwise the pairs of dictionary indices of
+    name and term (and, if two pairs print alike, as ``"a,b" + "c"`` and ``"a" + "b,c"`` do,
+    the joined strings).
+
+    Example:
+        >>> entries, counts = count_ntv_entries(pa.array(["g", "g", "h"]), pa.array(["a", "a", "a"]))
+        >>> entries.to_pylist(), counts.tolist()
+        (['g,a', 'h,a'], [2, 1])
+    """
+    if holds_one_value(names):
+        counted = pc.value_counts(terms)
+        joined = pc.binary_join_element_wise(names[0].as_py(), counted.field("values"), NTV_SEPARATOR)
+        return joined, np.asarray(counted.field("counts"), np.int64)
+    name_codes, term_codes = pc.dictionary_encode(names), pc.dictionary_encode(terms)
+    width = max(len(term_codes.dictionary), 1)
+    pairs = np.asarray(name_codes.indices, np.int64) * width + np.asarray(term_codes.indices, np.int64)
+    counted = pc.value_counts(pa.array(pairs, pa.int64()))
+    distinct = np.asarray(counted.field("values"), np.int64)
+    entries = pc.binary_join_element_wise(
+        name_codes.dictionary.take(pa.array(distinct // width)),
+        term_codes.dictionary.take(pa.array(distinct % width)),
+        NTV_SEPARATOR,
+    )
+    if len(pc.unique(entries)) < len(entries):  # two pairs print alike
+        counted = pc.value_counts(pc.binary_join_element_wise(names, terms, NTV_SEPARATOR))
+        return counted.field("values"), np.asarray(counted.field("counts"), np.int64)
+    return entries, np.asarray(counted.field("counts"), np.int64)

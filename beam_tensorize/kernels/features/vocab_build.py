@@ -12,7 +12,12 @@ import pyarrow.compute as pc
 from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.kernels.features.feature_list import FeatureList, uses_feature_list
 from beam_tensorize.kernels.features.ntv import is_ntv, ntv_names_and_terms
-from beam_tensorize.kernels.features.vocab_entries import count_entries, entries_of, order_feature_list
+from beam_tensorize.kernels.features.vocab_entries import (
+    column_entry_counts,
+    count_entries,
+    entries_of,
+    order_feature_list,
+)
 
 __all__ = [
     "OWN_COUNTS_PREFIX",
@@ -57,7 +62,7 @@ def partial_counts(
             # the tensor's own counts, whole (Avro2TF's temporary feature list of the tensor)
             own = own_counts_name(tensor.name)
             yield (own, None), int(ntv)
-            yield from (((own, entry), count) for entry, count in count_entries(entries_of(column)).items())
+            yield from (((own, entry), count) for entry, count in column_entry_counts(column).items())
         if term_only:
             terms = ntv_names_and_terms(column)[1] if ntv else entries_of(column)
             only = term_only_name(tensor.name)
@@ -69,7 +74,7 @@ def partial_counts(
             yield from (((key, _name_mark(tensor.name, n)), 0) for n in pc.unique(ntv_names).to_pylist())
             yield from (((key, term), count) for term, count in count_entries(terms).items())
             continue
-        yield from (((key, entry), count) for entry, count in count_entries(entries_of(column)).items())
+        yield from (((key, entry), count) for entry, count in column_entry_counts(column).items())
 
 
 #: Marks the term-only lists (`term_only_name`) among the lists `lists_per_tensor` gives.

@@ -16,9 +16,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import holds_one_value, list_offsets
-from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts, ntv_triples
+from beam_tensorize.kernels.features.ntv import (
+    NTV_SEPARATOR,
+    count_ntv_entries,
+    is_ntv,
+    ntv_names_and_terms,
+    ntv_parts,
+    ntv_triples,
+)
 
 __all__ = [
+    "column_entry_counts",
     "count_entries",
     "entries_of",
     "is_text",
@@ -55,6 +63,21 @@ def count_entries(entries: pa.Array) -> dict[str, int]:
     """Occurrences of each distinct entry."""
     counted = pc.value_counts(entries)
     return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+
+
+def column_entry_counts(column: pa.Array) -> dict[str, int]:
+    """`count_entries(entries_of(column))`, with an NTV column's `name,term` strings built for
+    its distinct entries only.
+
+    Example:
+        >>> ntv = pa.array([[{"name": "g", "term": "a", "value": 1.0}], [{"name": "g", "term": "a", "value": 2.0}]])
+        >>> column_entry_counts(ntv)
+        {'g,a': 2}
+    """
+    if is_ntv(column.type):
+        entries, counts = count_ntv_entries(*ntv_names_and_terms(column))
+        return dict(zip(entries.to_pylist(), counts.tolist()))
+    return count_entries(entries_of(column))
 
 
 def order_feature_list(

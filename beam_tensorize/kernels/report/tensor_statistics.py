@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.config.model import TensorConfig
-from beam_tensorize.kernels.arrow_types import as_large_list, holds_one_value, is_list_type, list_lengths
+from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths
 from beam_tensorize.kernels.features.hashing import DistinctHashes, distinct_hashes, hash_buckets
-from beam_tensorize.kernels.features.ntv import NTV_SEPARATOR, is_ntv, ntv_parts
+from beam_tensorize.kernels.features.ntv import count_ntv_entries, is_ntv, ntv_parts
 from beam_tensorize.kernels.report.sketches import DistinctSketch, NumericSketch, TopK
 from beam_tensorize.kernels.report.summary import describe_tensor
 
@@ -124,7 +124,7 @@ class TensorStatistics:
             lengths = list_lengths(column)
             _, names, terms, values = ntv_parts(column)
             self._add_numbers(values)
-            self._add_counted(*_ntv_entry_counts(names, terms), vocabulary)
+            self._add_counted(*count_ntv_entries(names, terms), vocabulary)
         elif is_list_type(t):
             lengths = list_lengths(column)
             flat = column.flatten()
@@ -265,28 +265,3 @@ class TensorStatistics:
         if self.top is not None:
             return "categorical"
         return "numeric"
-
-
-def _ntv_entry_counts(names: pa.Array, terms: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """The distinct `name,term` entries of NTV records (as `ntv_triples` writes them), in order
-    of first occurrence, and their counts. Only distinct entries are joined into strings: when
-    every record has the same name (one whitelisted name), the terms are counted; otherwise the
-    pairs of dictionary indices of name and term."""
-    if holds_one_value(names):
-        counted = pc.value_counts(terms)
-        joined = pc.binary_join_element_wise(names[0].as_py(), counted.field("values"), NTV_SEPARATOR)
-        return joined, np.asarray(counted.field("counts"), np.int64)
-    name_codes, term_codes = pc.dictionary_encode(names), pc.dictionary_encode(terms)
-    width = max(len(term_codes.dictionary), 1)
-    pairs = np.asarray(name_codes.indices, np.int64) * width + np.asarray(term_codes.indices, np.int64)
-    counted = pc.value_counts(pa.array(pairs, pa.int64()))
-    distinct = np.asarray(counted.field("values"), np.int64)
-    entries = pc.binary_join_element_wise(
-        name_codes.dictionary.take(pa.array(distinct // width)),
-        term_codes.dictionary.take(pa.array(distinct % width)),
-        NTV_SEPARATOR,
-    )
-    if len(pc.unique(entries)) < len(entries):  # two pairs print alike ("a,b" + "c", "a" + "b,c")
-        counted = pc.value_counts(pc.binary_join_element_wise(names, terms, NTV_SEPARATOR))
-        return counted.field("values"), np.asarray(counted.field("counts"), np.int64)
-    return entries, np.asarray(counted.field("counts"), np.int64)

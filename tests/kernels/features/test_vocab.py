@@ -442,3 +442,39 @@ def test_lookup_ntv_finds_what_the_joined_entries_find(records):
         rows, ids, values = lookup_ntv(column, pa.array(vocab, kind))
         assert (rows.tolist(), ids.tolist(), values.tolist()) == _joined_lookup(column, vocab)
     assert lookup_ntv(column, [])[1].tolist() == [0] * len(records)
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [("Genre", "Drama"), ("Genre", "Comedy"), ("Genre", "Drama")],  # one name: its terms counted
+        [("a", "x"), ("b", "x"), ("a", "x"), ("b", "y")],  # several names: pairs of codes
+        [("a,b", "c"), ("a", "b,c"), ("a", "b,c")],  # two pairs that print alike
+        [("a", None), (None, "x"), ("a", "x"), (None, None)],  # nulls are written `null`
+        [("é", "ü"), ("é", "ü"), ("", "")],  # beyond ASCII; empty name and term
+        [],
+    ],
+)
+def test_ntv_entry_counts_equal_counting_the_joined_entries(records):
+    from beam_tensorize.kernels.features.vocab_entries import column_entry_counts
+
+    rows = [[{"name": n, "term": t, "value": 1.0} for n, t in records], None, [None]]
+    for text in (pa.string(), pa.large_string()):
+        item = pa.struct([("name", text), ("term", text), ("value", pa.float64())])
+        column = pa.array(rows, pa.list_(item))
+        joined = [f"{'null' if n is None else n},{'null' if t is None else t}" for n, t in records]
+        expected = {entry: joined.count(entry) for entry in joined}
+        assert count_entries(entries_of(column)) == expected
+        assert column_entry_counts(column) == expected
+        assert column_entry_counts(column.slice(0, 1)) == expected
+
+
+def test_ntv_entry_counts_of_integer_terms_print_them_as_spark_does():
+    from beam_tensorize.kernels.features.vocab_entries import column_entry_counts
+
+    item = pa.struct([("name", pa.string()), ("term", pa.int64()), ("value", pa.float32())])
+    column = pa.array(
+        [[{"name": "year", "term": 1999, "value": 1.0}, {"name": "year", "term": 7, "value": 2.0}]] * 2
+    )
+    column = column.cast(pa.list_(item))
+    assert column_entry_counts(column) == {"year,1999": 2, "year,7": 2}
