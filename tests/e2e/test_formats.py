@@ -65,6 +65,56 @@ def test_avro_parquet_and_orc_give_identical_files(tmp_path, sample_files, confi
     assert outputs["orc"] == outputs["avro"]
 
 
+def _large(t: pa.DataType) -> pa.DataType:
+    """`t` with large strings and lists, as Polars (and pandas' Arrow strings) write them."""
+    if pa.types.is_string(t):
+        return pa.large_string()
+    if pa.types.is_list(t):
+        return pa.large_list(_large(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _large(f.type), f.nullable) for f in t])
+    return t
+
+
+_WHOLE_NTV_CONFIG = {
+    "features": [
+        {
+            "inputFeatureInfo": {"columnExpr": "genreFeatures"},
+            "outputTensorInfo": {"name": "genres", "dtype": "float", "shape": [], "isSparse": True},
+        }
+    ],
+    "labels": [
+        {
+            "inputFeatureInfo": {"columnExpr": "response"},
+            "outputTensorInfo": {"name": "response", "dtype": "double", "shape": []},
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("config", ["sample", "whole NTV column"])
+def test_large_strings_and_lists_give_the_files_of_the_avro_input(tmp_path, config):
+    """A Parquet file of large_string / large_list columns (Polars' default) gives the records
+    and feature lists of the same rows read from Avro (the metadata names the input's types)."""
+    table = _sample_table()
+    table = table.cast(pa.schema([pa.field(f.name, _large(f.type), f.nullable) for f in table.schema]))
+    assert pa.types.is_large_string(table.schema.field("genreFeatures").type.value_type.field("term").type)
+    pq.write_table(table, tmp_path / "large.parquet")
+    if config == "sample":
+        config_path = SAMPLE_CONFIG
+    else:
+        config_path = str(tmp_path / "ntv.json")
+        pathlib.Path(config_path).write_text(json.dumps(_WHOLE_NTV_CONFIG))
+    outputs = {}
+    for name, path in (("avro", SAMPLE_AVRO), ("parquet", str(tmp_path / "large.parquet"))):
+        out = tmp_path / name
+        assert main(["--input", path, "--config", config_path, "--output", str(out), "--report", "none"]) == 0
+        outputs[name] = {k: v for k, v in _digests(out).items() if not k.startswith("metadata/")}
+    assert "trainingData/part-00000-of-00001.tfrecord" in outputs["avro"]
+    assert any(k.startswith("featureList/") for k in outputs["avro"])
+    assert outputs["parquet"] == outputs["avro"]
+
+
 def test_auto_reads_a_folder_mixing_formats_and_names_each_split(sample_files):
     expected = _sample_table().column("userId").to_pylist()
     with TestPipeline() as p:
