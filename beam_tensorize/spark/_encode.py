@@ -21,6 +21,7 @@ from beam_tensorize.kernels.features.conversion import layout_of
 from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.features.hashing import hash_tensors, hash_tensors_with_distinct
 from beam_tensorize.kernels.features.vocab import FeatureListLookup
+from beam_tensorize.kernels.features.vocab_index import VocabIndex
 from beam_tensorize.kernels.metadata import integer_maxima, integer_tensor_names
 from beam_tensorize.kernels.output import get_output_format
 from beam_tensorize.kernels.output.dead_letters import (
@@ -51,7 +52,7 @@ def tensor_batches(
     tensors,
     extra=(),
     statistics: Statistics | None = None,
-    vocabularies: Mapping[str, pa.Array] | None = None,
+    vocabularies: Mapping[str, pa.Array | VocabIndex] | None = None,
     already_extracted: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """ExtractFeatures + HashFeatures on the reader's batches (or on batches

@@ -11,6 +11,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.job.finish import dead_letter_json
+from beam_tensorize.kernels.features.vocab_index import VocabIndex
 from beam_tensorize.kernels.report.statistics import Statistics, list_vocabularies
 
 __all__ = ["ComputeStatistics"]
@@ -113,7 +114,7 @@ class _BatchStatisticsFn(_BundleStatisticsFn):
 
     def setup(self):
         self._seen = None
-        self._vocabularies: dict[str, pa.Array] = {}
+        self._vocabularies: dict[str, VocabIndex] = {}
 
     def process(self, batch: pa.RecordBatch, lists=None) -> Iterable:
         if lists is not None and lists is not self._seen:  # the same side input in later bundles

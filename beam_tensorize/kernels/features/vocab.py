@@ -6,8 +6,9 @@ to its top N; an entry's index is its position. Entries not in the list get the 
 out-of-vocabulary index `len(list)`.
 
 Train mode counts entries batch by batch and builds the lists (`vocab_build`); the lists are
-`FeatureList`s (`feature_list`), applied to batches by `vocab_apply`; the column-level pieces
-are in `vocab_entries`. This module gathers their names.
+`FeatureList`s (`feature_list`), applied to batches by `vocab_apply`, which looks entries up
+through a `VocabIndex` built once per list (`vocab_index`); the column-level pieces are in
+`vocab_entries`. This module gathers their names.
 
 Example:
     >>> import pyarrow as pa
@@ -52,6 +53,7 @@ from beam_tensorize.kernels.features.vocab_entries import (
     lookup_ntv,
     order_feature_list,
 )
+from beam_tensorize.kernels.features.vocab_index import VocabIndex
 
 __all__ = [
     "OWN_COUNTS_PREFIX",
@@ -76,4 +78,5 @@ __all__ = [
     "term_only_name",
     "uses_feature_list",
     "vocab_array",
+    "VocabIndex",
 ]

@@ -16,6 +16,7 @@ from beam_tensorize.kernels.features.ntv import is_ntv
 from beam_tensorize.kernels.features.sparse import combine_sparse, drop_zeros, sparse_to_dense
 from beam_tensorize.kernels.features.vocab_build import split_term_only
 from beam_tensorize.kernels.features.vocab_entries import lookup_ids, lookup_ntv
+from beam_tensorize.kernels.features.vocab_index import VocabIndex, as_index
 
 __all__ = ["FeatureListLookup", "apply_feature_lists"]
 
@@ -23,7 +24,7 @@ __all__ = ["FeatureListLookup", "apply_feature_lists"]
 def apply_feature_lists(
     batch: pa.RecordBatch,
     tensors: Sequence[TensorConfig],
-    lists: Mapping[str, FeatureList | Sequence[str] | pa.Array],
+    lists: Mapping[str, FeatureList | Sequence[str] | pa.Array | VocabIndex],
     filter_zeros: bool = False,
     discard_unknown: bool = False,
 ) -> pa.RecordBatch:
@@ -50,7 +51,7 @@ def apply_feature_lists(
             return None
         if tensor.name not in lists:
             raise KeyError(f"no feature list for tensor {tensor.name!r}")
-        vocab = vocab_array(lists[tensor.name])
+        vocab = as_index(lists[tensor.name])
         if is_ntv(column.type):
             return _apply_ntv(tensor, column, vocab, filter_zeros, discard_unknown)
         ids = lookup_ids(column, vocab, discard_unknown)
@@ -105,8 +106,9 @@ class FeatureListLookup:
     """
 
     def __init__(self, lists: Mapping[str, FeatureList | Sequence[str] | pa.Array]):
-        self._vocab = {
-            name: vocab_array(feature_list) for name, feature_list in split_term_only(lists)[0].items()
+        self._vocab = {  # indexed once, for every batch
+            name: VocabIndex(vocab_array(feature_list))
+            for name, feature_list in split_term_only(lists)[0].items()
         }
 
     def apply(

@@ -24,6 +24,7 @@ from beam_tensorize.kernels.features.ntv import (
     ntv_parts,
     ntv_triples,
 )
+from beam_tensorize.kernels.features.vocab_index import VocabIndex, as_index
 
 __all__ = [
     "column_entry_counts",
@@ -92,48 +93,51 @@ def order_feature_list(
 
 
 def lookup_ids(
-    column: pa.Array, feature_list: Sequence[str] | pa.Array, discard_unknown: bool = False
+    column: pa.Array, feature_list: Sequence[str] | pa.Array | VocabIndex, discard_unknown: bool = False
 ) -> pa.Array:
     """Replace strings by their feature-list index (unknown -> `len(feature_list)`), same nesting.
 
     A null scalar gets the unknown index too; a null list stays an (empty) list. With
     `discard_unknown`, lists lose their unknown entries (scalars keep the unknown index: a
-    value cannot be left out of a scalar).
+    value cannot be left out of a scalar). Pass a `VocabIndex` to look up many batches in one
+    large list (it is indexed once).
 
     Example:
         >>> lookup_ids(pa.array([["b", "zz", "a"]]), ["a", "b"], discard_unknown=True).to_pylist()
         [[1, 0]]
     """
-    vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
+    index = as_index(feature_list)
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         if pa.types.is_list(column.type):
             column = column.cast(pa.large_list(column.type.value_type))
         offsets = list_offsets(column)
-        ids = lookup_ids(column.flatten(), vocab, discard_unknown)
+        ids = lookup_ids(column.flatten(), index, discard_unknown)
         if discard_unknown and not pa.types.is_list(ids.type) and not pa.types.is_large_list(ids.type):
-            known = np.asarray(ids) != len(vocab)
+            known = np.asarray(ids) != len(index)
             if not known.all():
                 kept = np.concatenate([[0], np.cumsum(known)])
                 offsets, ids = kept[np.asarray(offsets)], ids.filter(pa.array(known))
         mask = column.is_null() if column.null_count else None
         return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), ids, mask=mask)
-    found = pc.index_in(column.cast(pa.string()), vocab)
-    return found.cast(pa.int64()).fill_null(len(vocab))
+    found = index.positions(column)
+    found[found < 0] = len(index)
+    return pa.array(found, pa.int64())
 
 
 def lookup_ntv(
-    ntv: pa.Array, feature_list: Sequence[str] | pa.Array
+    ntv: pa.Array, feature_list: Sequence[str] | pa.Array | VocabIndex
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row of each record, its feature-list index, its value) for an NTV column."""
-    vocab = feature_list if isinstance(feature_list, pa.Array) else pa.array(list(feature_list), pa.string())
+    """(row of each record, its feature-list index, its value) for an NTV column: the index of
+    its `name,term` entry, `len(feature_list)` when not in the list. Only the distinct entries of
+    the batch are joined into strings and looked up (one name, as a whitelist of one gives: its
+    distinct terms)."""
+    index = as_index(feature_list)
     row_of, names, terms, values = ntv_parts(ntv)
-    if holds_one_value(names):  # one name (a whitelist of one): its terms against its entries
-        prefix, text = names[0].as_py() + NTV_SEPARATOR, vocab.cast(pa.string())
-        own = np.flatnonzero(np.asarray(pc.starts_with(text, prefix).fill_null(False), bool))
-        own_terms = pc.utf8_slice_codeunits(text.take(pa.array(own)), len(prefix))
-        found = np.asarray(pc.index_in(terms, own_terms).fill_null(-1), dtype=np.int64)
-        ids = np.where(found >= 0, own[np.maximum(found, 0)] if len(own) else 0, len(vocab))
-        return row_of, ids.astype(np.int64, copy=False), values
-    entries = pc.binary_join_element_wise(names, terms, NTV_SEPARATOR)
-    ids = np.asarray(pc.index_in(entries, vocab).fill_null(len(vocab)), dtype=np.int64)
-    return row_of, ids, values
+    if holds_one_value(names):  # one name (a whitelist of one): its distinct terms
+        codes = pc.dictionary_encode(terms)
+        entries = pc.binary_join_element_wise(names[0].as_py(), codes.dictionary, NTV_SEPARATOR)
+        found = index.positions(entries)[np.asarray(codes.indices, dtype=np.int64)]
+    else:
+        found = index.positions(pc.binary_join_element_wise(names, terms, NTV_SEPARATOR))
+    found[found < 0] = len(index)
+    return row_of, found, values

@@ -57,6 +57,7 @@ import pyarrow as pa
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.kernels.features.hashing import DistinctHashes
 from beam_tensorize.kernels.features.vocab import split_term_only, uses_feature_list, vocab_array
+from beam_tensorize.kernels.features.vocab_index import VocabIndex
 from beam_tensorize.kernels.provenance import source_of
 from beam_tensorize.kernels.report.summary import COVERAGE_KS, QUANTILES, TOP_SHOWN
 from beam_tensorize.kernels.report.tensor_statistics import MAX_TRACKED_BUCKETS, TensorStatistics
@@ -83,10 +84,10 @@ EXAMPLE_CHARS = 1000
 _ROW_SOURCE = re.compile(r"^(.*): (?:record|stripe) ")
 
 
-def list_vocabularies(lists: Mapping) -> dict[str, pa.Array]:
+def list_vocabularies(lists: Mapping) -> dict[str, VocabIndex]:
     """The entries of each tensor's feature list (`{tensor: FeatureList}`), as `add_batch`
-    takes them (`vocabularies`)."""
-    return {name: vocab_array(fl) for name, fl in split_term_only(lists)[0].items()}
+    takes them (`vocabularies`): indexed once for all the batches (see `VocabIndex`)."""
+    return {name: VocabIndex(vocab_array(fl)) for name, fl in split_term_only(lists)[0].items()}
 
 
 class Statistics:
@@ -109,9 +110,13 @@ class Statistics:
         self.last_batch: float | None = None
 
     def add_batch(
-        self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None, hashes: bool = True
+        self,
+        batch: pa.RecordBatch,
+        vocabularies: Mapping[str, pa.Array | VocabIndex] | None = None,
+        hashes: bool = True,
     ) -> None:
-        """Add one extracted batch; `vocabularies`: the feature lists' entries by tensor;
+        """Add one extracted batch; `vocabularies`: the feature lists' entries by tensor
+        (`list_vocabularies`);
         `hashes=False`: the hashed tensors' buckets come from the hashing step instead
         (`add_distinct_hashes`)."""
         vocabularies = vocabularies or {}
@@ -213,7 +218,10 @@ class Statistics:
         return document
 
     def add_timed_batch(
-        self, batch: pa.RecordBatch, vocabularies: Mapping[str, pa.Array] | None = None, hashes: bool = True
+        self,
+        batch: pa.RecordBatch,
+        vocabularies: Mapping[str, pa.Array | VocabIndex] | None = None,
+        hashes: bool = True,
     ) -> None:
         """`add_batch`, keeping the seconds it took and when it came (`document()`'s timings)."""
         started = time.perf_counter()

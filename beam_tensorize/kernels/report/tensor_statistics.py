@@ -30,6 +30,7 @@ from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths
 from beam_tensorize.kernels.features.hashing import DistinctHashes, distinct_hashes, hash_buckets
 from beam_tensorize.kernels.features.ntv import count_ntv_entries, is_ntv, ntv_parts
+from beam_tensorize.kernels.features.vocab_index import VocabIndex, as_index
 from beam_tensorize.kernels.report.sketches import DistinctSketch, NumericSketch, TopK
 from beam_tensorize.kernels.report.summary import describe_tensor
 
@@ -92,7 +93,9 @@ class TensorStatistics:
 
     # --- filling -----------------------------------------------------------------------------
 
-    def add(self, column: pa.Array, vocabulary: pa.Array | None = None, hashes: bool = True) -> None:
+    def add(
+        self, column: pa.Array, vocabulary: pa.Array | VocabIndex | None = None, hashes: bool = True
+    ) -> None:
         """Add a column of this tensor (as extracted, before hashing / feature lists); a hashed
         tensor's values are hashed for its bucket statistics unless `hashes` is False (the
         hashing step's `DistinctHashes` then come through `add_distinct_hashes`)."""
@@ -111,7 +114,7 @@ class TensorStatistics:
             self.not_summarized = str(column.type)
             self.lengths = self.values = self.top = self.unknown = None
 
-    def _add_values(self, column: pa.Array, vocabulary: pa.Array | None, hashes: bool) -> None:
+    def _add_values(self, column: pa.Array, vocabulary: pa.Array | VocabIndex | None, hashes: bool) -> None:
         t = column.type
         lengths = None
         if self.hash_info is not None and not is_ntv(t):  # described as its ids
@@ -164,7 +167,7 @@ class TensorStatistics:
             self.lengths = NumericSketch()
         self.lengths.add(self.hash_info.num_hash_functions * np.maximum(lengths, 1))
 
-    def _add_leaf(self, flat: pa.Array, vocabulary: pa.Array | None) -> None:
+    def _add_leaf(self, flat: pa.Array, vocabulary: pa.Array | VocabIndex | None) -> None:
         flat = flat.drop_null() if flat.null_count else flat
         if pa.types.is_dictionary(flat.type):
             flat = flat.dictionary_decode()
@@ -180,19 +183,22 @@ class TensorStatistics:
             self.values = NumericSketch()
         self.values.add(np.asarray(values))
 
-    def _add_categories(self, values: pa.Array, vocabulary: pa.Array | None) -> None:
+    def _add_categories(self, values: pa.Array, vocabulary: pa.Array | VocabIndex | None) -> None:
         if values.null_count:
             values = values.drop_null()
         counted = pc.value_counts(values)
         self._add_counted(counted.field("values"), np.asarray(counted.field("counts"), np.int64), vocabulary)
 
-    def _add_counted(self, distinct: pa.Array, counts: np.ndarray, vocabulary: pa.Array | None) -> None:
+    def _add_counted(
+        self, distinct: pa.Array, counts: np.ndarray, vocabulary: pa.Array | VocabIndex | None
+    ) -> None:
         """Add distinct entries seen `counts` times each."""
         if self.top is None:
             self.top = TopK()
         self.top.add(_strings(distinct), counts)
         if vocabulary is not None:
-            known = np.asarray(pc.is_in(distinct.cast(pa.string()), vocabulary).fill_null(False), bool)
+            vocabulary = as_index(vocabulary)
+            known = vocabulary.positions(distinct) >= 0
             self.unknown = (self.unknown or 0) + int(counts[~known].sum())
             self.list_size = len(vocabulary)
 
