@@ -14,12 +14,13 @@ from beam_tensorize.config.model import TensorConfig, TensorizeConfig
 from beam_tensorize.job.feature_lists import feature_list_groups, read_feature_lists
 from beam_tensorize.kernels.features.counting import ListTensorExtractor, feature_list_columns
 from beam_tensorize.kernels.features.vocab import (
+    EntryCounts,
     FeatureList,
     FeatureListLookup,
     build_feature_list,
+    entry_counts_by_list,
     feature_list_caps,
     lists_per_tensor,
-    partial_counts,
 )
 
 __all__ = ["ApplyFeatureLists", "BuildFeatureLists", "BuildVocab", "ExtractListTensors", "LoadFeatureLists"]
@@ -81,10 +82,8 @@ class BuildFeatureLists(beam.PTransform):
     def expand(self, batches):
         ordered = (
             batches
-            | "CountInBatch" >> beam.FlatMap(partial_counts, self._tensors, self._keys, self._term_only)
-            | "SumCounts" >> beam.CombinePerKey(sum)
-            | "ByList" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
-            | "GroupByList" >> beam.GroupByKey()
+            | "CountInBatch" >> beam.FlatMap(entry_counts_by_list, self._tensors, self._keys, self._term_only)
+            | "SumCounts" >> beam.CombinePerKey(_SumEntryCounts())
             | "OrderEntries" >> beam.Map(_order, self._caps)
             | "OneKey" >> beam.Map(lambda keyed_list: (0, keyed_list))
         )
@@ -152,8 +151,27 @@ class _ExtractListTensorsFn(beam.DoFn):
             yield extracted
 
 
-def _order(grouped: tuple[str, Iterable[tuple[str | None, int]]], caps: Mapping[str, int | None]):
-    key, counted = grouped
+class _SumEntryCounts(beam.CombineFn):
+    """Sums the `EntryCounts` of one feature list (pyarrow sums them, not one element each)."""
+
+    def create_accumulator(self) -> EntryCounts:
+        return EntryCounts()
+
+    def add_input(self, accumulator: EntryCounts, counts: EntryCounts) -> EntryCounts:
+        return accumulator.merge(counts)
+
+    def merge_accumulators(self, accumulators: Iterable[EntryCounts]) -> EntryCounts:
+        merged = EntryCounts()
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator: EntryCounts) -> EntryCounts:
+        return accumulator
+
+
+def _order(summed: tuple[str, EntryCounts], caps: Mapping[str, int | None]):
+    key, counted = summed
     return key, build_feature_list(counted, caps.get(key))
 
 

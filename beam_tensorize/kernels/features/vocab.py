@@ -36,7 +36,9 @@ from beam_tensorize.kernels.features.vocab_apply import (
 from beam_tensorize.kernels.features.vocab_build import (
     OWN_COUNTS_PREFIX,
     TERM_ONLY_PREFIX,
+    EntryCounts,
     build_feature_list,
+    entry_counts_by_list,
     feature_list_caps,
     lists_per_tensor,
     own_counts,
@@ -56,6 +58,8 @@ from beam_tensorize.kernels.features.vocab_entries import (
 from beam_tensorize.kernels.features.vocab_index import VocabIndex
 
 __all__ = [
+    "EntryCounts",
+    "entry_counts_by_list",
     "OWN_COUNTS_PREFIX",
     "TERM_ONLY_PREFIX",
     "FeatureList",

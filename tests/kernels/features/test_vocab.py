@@ -478,3 +478,80 @@ def test_ntv_entry_counts_of_integer_terms_print_them_as_spark_does():
     )
     column = column.cast(pa.list_(item))
     assert column_entry_counts(column) == {"year,1999": 2, "year,7": 2}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_feature_lists_are_ordered_by_count_then_utf8_bytes_as_before(seed):
+    """`build_feature_list` (pyarrow's sort) orders as the Python sort it replaced: count
+    descending, then the entries' UTF-8 bytes ascending; a cap keeps the first entries."""
+    import pickle
+
+    from beam_tensorize.kernels.features.vocab import EntryCounts, build_feature_list
+
+    rng = np.random.default_rng(seed)
+    words = ["a", "b", "ab", "B", "é", "e", "日本", "\U0001f600", "a b", "z" * 30, "Zeta", "ä"]
+    counted = {w: int(rng.integers(1, 4)) for w in rng.choice(words, 9, replace=False)}
+    ordered = sorted(counted.items(), key=lambda item: (-item[1], item[0].encode("utf-8")))
+    for cap in (None, 3):
+        expected = ordered if cap is None else ordered[:cap]
+        # the counts arrive in parts, split at random, with the NTV marker among them
+        parts = [EntryCounts.of([(None, 0)])]
+        for entry, count in counted.items():
+            for _ in range(count):
+                parts.append(EntryCounts.of([(entry, 1)]))
+        rng.shuffle(parts)
+        merged = EntryCounts()
+        for part in parts:
+            merged.merge(pickle.loads(pickle.dumps(part)))
+        built = build_feature_list(merged, cap)
+        assert list(zip(built.entries, built.counts)) == expected
+        assert not built.ntv
+        assert build_feature_list(list(counted.items()) + [(None, 1)], cap).ntv
+
+
+def test_entry_counts_sum_many_parts_and_travel_as_one_table():
+    import pickle
+
+    from beam_tensorize.kernels.features.vocab import EntryCounts
+
+    merged = EntryCounts()
+    for i in range(300):  # past the size at which the parts are summed along the way
+        merged.merge(EntryCounts.of([(f"e{j}", 1) for j in range(i % 7, 1000)]))
+    totals = dict(pickle.loads(pickle.dumps(merged)).pairs())
+    assert len(totals) == 1000
+    assert totals["e0"] == sum(1 for i in range(300) if i % 7 == 0)
+    assert totals["e999"] == 300
+    assert EntryCounts().pairs() == []
+
+
+def test_entry_counts_by_list_gather_the_partial_counts_of_each_list():
+    from beam_tensorize.kernels.features.vocab import entry_counts_by_list
+
+    config = parse_config(
+        {
+            "features": [
+                {
+                    "inputFeatureInfo": {"columnExpr": "g"},
+                    "outputTensorInfo": {"name": "g", "dtype": "long", "shape": [-1]},
+                },
+                {
+                    "inputFeatureInfo": {"columnExpr": "v"},
+                    "outputTensorInfo": {"name": "v", "dtype": "float", "shape": [], "isSparse": True},
+                },
+            ]
+        }
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "g": [["b", "a"], ["b"]],
+            "v": pa.array(
+                [ntv(("Genre", "x", 1.0)), ntv(("Genre", "x", 2.0), ("Year", "1", 1.0))], pa.list_(NTV)
+            ),
+        }
+    )
+    keys = {"g": "g", "v": "v"}
+    expected: dict = {}
+    for (key, entry), count in partial_counts(batch, config.tensors, keys):
+        expected.setdefault(key, {})[entry] = count
+    got = {key: dict(counts.pairs()) for key, counts in entry_counts_by_list(batch, config.tensors, keys)}
+    assert got == expected == {"g": {None: 0, "b": 2, "a": 1}, "v": {None: 1, "Genre,x": 2, "Year,1": 1}}
