@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from array import array
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -31,6 +32,23 @@ class FeatureList:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def __reduce__(self):
+        """Pickled as one string of the entries and one buffer of the counts: a list passes
+        between a job's steps several times, and pickle took ~0.14 s to write 632,093 entries
+        one object at a time (~0.04 s this way; reading back ~0.1 -> ~0.04 s). Lists whose
+        entries hold the separator, or counts past int64, pickle as usual."""
+        entries, counts = self.entries, self.counts
+        joined = _SEPARATOR.join(entries)
+        packed_counts = None
+        if counts is not None:
+            try:
+                packed_counts = array("q", counts).tobytes()
+            except OverflowError:
+                joined = None
+        if joined is None or not entries or joined.count(_SEPARATOR) != len(entries) - 1:
+            return (FeatureList, (entries, counts, self.ntv, self.names))
+        return (_unpacked, (joined, len(entries), packed_counts, self.ntv, self.names))
 
     def to_text(self) -> str:
         """The `featureList/<tensor>` file: one entry per line; the line number is the index."""
@@ -79,6 +97,19 @@ class FeatureList:
                 "metadata's): it was edited or reordered after the train run; restore it, or run train "
                 "mode again"
             )
+
+
+#: Joins a list's entries when it is pickled (entries hold no NUL in practice; those that do
+#: pickle as usual).
+_SEPARATOR = "\0"
+
+
+def _unpacked(joined: str, size: int, counts: bytes | None, ntv: bool, names: tuple) -> FeatureList:
+    """The `FeatureList` that `FeatureList.__reduce__` packed."""
+    entries = tuple(joined.split(_SEPARATOR))
+    if len(entries) != size:
+        raise ValueError(f"a packed feature list holds {len(entries)} entries, not {size}")
+    return FeatureList(entries, None if counts is None else tuple(array("q", counts).tolist()), ntv, names)
 
 
 def may_use_feature_list(tensor: TensorConfig) -> bool:

@@ -555,3 +555,24 @@ def test_entry_counts_by_list_gather_the_partial_counts_of_each_list():
         expected.setdefault(key, {})[entry] = count
     got = {key: dict(counts.pairs()) for key, counts in entry_counts_by_list(batch, config.tensors, keys)}
     assert got == expected == {"g": {None: 0, "b": 2, "a": 1}, "v": {None: 1, "Genre,x": 2, "Year,1": 1}}
+
+
+@pytest.mark.parametrize(
+    "feature_list",
+    [
+        FeatureList(()),
+        FeatureList(("",)),
+        FeatureList(("", "a", ""), (3, 2, 1)),
+        FeatureList(("a\0b", "c"), (1, 1)),  # holds the separator: pickled as usual
+        FeatureList(("a", "b"), (2**70, 1)),  # a count past int64: pickled as usual
+        FeatureList(("é", "日本", "a,b"), None, True, (("genreVector", "Genre"),)),
+        FeatureList(tuple(f"user{i}" for i in range(50_000)), tuple(range(50_000, 0, -1))),
+    ],
+)
+def test_feature_lists_pickle_to_themselves(feature_list):
+    import pickle
+
+    for protocol in (2, pickle.DEFAULT_PROTOCOL, pickle.HIGHEST_PROTOCOL):
+        copy = pickle.loads(pickle.dumps(feature_list, protocol=protocol))
+        assert copy == feature_list
+        assert type(copy.entries) is tuple and (copy.counts is None or type(copy.counts) is tuple)
