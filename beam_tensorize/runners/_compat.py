@@ -314,31 +314,16 @@ def cache_signatures() -> None:
         module.get_signature = get_signature
 
 
-def _feature_list_weight(feature_list) -> int:
-    """Bytes of a `FeatureList`'s fields (its entries, counts and NTV names, their tuples and
-    the instance's attribute dict), each element weighed where it occurs."""
-    getsize = sys.getsizeof
-    total = (
-        getsize(vars(feature_list)) + getsize(feature_list.entries) + sum(map(getsize, feature_list.entries))
-    )
-    if feature_list.counts is not None:
-        total += getsize(feature_list.counts) + sum(map(getsize, feature_list.counts))
-    names = feature_list.names
-    total += getsize(names) + sum(getsize(pair) + getsize(pair[0]) + getsize(pair[1]) for pair in names)
-    return total
-
-
 def quick_cache_weights() -> None:
     """Have Beam weigh the values its state cache keeps (side inputs, loaded by each bundle
     that reads one) without listing every loaded module's globals again for each value.
     objsize leaves those globals out of a weight and collects their ids on every call: ~1 ms
     with ~2,600 modules loaded, twice that with TensorFlow imported, 16 calls in a run of the
     bundled config. The ids are now collected again only when the number of loaded modules
-    changed; the weights are the ones Beam's own function gives. A feature list
-    (`FeatureList`, the side input of every lookup) is weighed from its entries and counts
-    without a walk over each of them (1 s for a list of 632,221 entries, several times a run):
-    its weight then counts a small integer each time it occurs, where objsize counts each
-    object once. Called by the command-line jobs and their worker processes only.
+    changed; the weights are the ones Beam's own function gives. A value whose class has a
+    `deep_size_in_bytes()` method (a `FeatureList`, the side input of every lookup) weighs what
+    that method says, without a walk over what it holds (1 s for a list of 632,221 entries,
+    several times a run). Called by the command-line jobs and their worker processes only.
 
     Example:
         >>> from apache_beam.runners.worker import statecache
@@ -351,15 +336,17 @@ def quick_cache_weights() -> None:
 
     if getattr(statecache.get_deep_size, "_cached", False):
         return
-    from beam_tensorize.kernels.features.feature_list import FeatureList
 
     def size(obj) -> int:
-        if type(obj) is FeatureList:  # with its fields, as `referents` does not walk into it
-            return statecache._size_func(obj) + _feature_list_weight(obj)
+        weigh = getattr(type(obj), "deep_size_in_bytes", None)
+        if weigh is not None:  # it and what it holds, as `referents` does not walk into it
+            return weigh(obj)
         return statecache._size_func(obj)
 
     def referents(*objs) -> list:
-        return statecache._get_referents_func(*(obj for obj in objs if type(obj) is not FeatureList))
+        return statecache._get_referents_func(
+            *(obj for obj in objs if getattr(type(obj), "deep_size_in_bytes", None) is None)
+        )
 
     settings = ObjSizeSettings(
         get_size_func=size,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import sys
 from array import array
 from collections.abc import Mapping, Sequence
 
@@ -32,6 +33,22 @@ class FeatureList:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def deep_size_in_bytes(self) -> int:
+        """Bytes of this list and what it holds (its entries, counts and NTV names, their
+        tuples, its attribute dict), each element counted where it occurs: what a cache weighs
+        it at, without walking a million entries one object at a time.
+
+        Example:
+            >>> FeatureList(("a", "b")).deep_size_in_bytes() > 2 * sys.getsizeof("a")
+            True
+        """
+        size = sys.getsizeof
+        total = size(self) + size(vars(self)) + size(self.entries) + sum(map(size, self.entries))
+        if self.counts is not None:
+            total += size(self.counts) + sum(map(size, self.counts))
+        names = self.names
+        return total + size(names) + sum(size(pair) + size(pair[0]) + size(pair[1]) for pair in names)
 
     def __reduce__(self):
         """Pickled as one string of the entries and one buffer of the counts: a list passes
