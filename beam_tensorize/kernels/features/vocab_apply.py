@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from beam_tensorize.config.model import TensorConfig
 from beam_tensorize.kernels.features.columns import replace_tensor_columns
-from beam_tensorize.kernels.features.feature_list import FeatureList, uses_feature_list, vocab_array
+from beam_tensorize.kernels.features.feature_list import FeatureList, uses_feature_list
 from beam_tensorize.kernels.features.layouts import DENSE_VECTOR_KEY, is_hashed_ntv
 from beam_tensorize.kernels.features.ntv import is_ntv
 from beam_tensorize.kernels.features.sparse import combine_sparse, drop_zeros, sparse_to_dense
@@ -107,8 +107,7 @@ class FeatureListLookup:
 
     def __init__(self, lists: Mapping[str, FeatureList | Sequence[str] | pa.Array]):
         self._vocab = {  # indexed once, for every batch
-            name: VocabIndex(vocab_array(feature_list))
-            for name, feature_list in split_term_only(lists)[0].items()
+            name: as_index(feature_list) for name, feature_list in split_term_only(lists)[0].items()
         }
 
     def apply(

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_tensorize.kernels.features.hash_functions import _as_binary, _extension, _native_hashes
+from beam_tensorize.kernels.features.hash_functions import _as_binary, _extension, _fingerprints
 
 __all__ = ["INDEXED_FROM", "VocabIndex", "as_index"]
 
@@ -77,7 +77,7 @@ class VocabIndex:
         return self._search(values)
 
     def _build(self) -> None:
-        fingerprints = _native_hashes(_as_binary(self.entries), "fingerprint64")
+        fingerprints = _fingerprints(_as_binary(self.entries))
         order = np.argsort(fingerprints, kind="stable")  # equal ones keep the entries' order
         self._sorted, self._ids = fingerprints[order], order.astype(np.int64)
         repeated = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
@@ -91,9 +91,7 @@ class VocabIndex:
         if not len(values) or not len(self._sorted):
             return found
         valid = np.asarray(values.is_valid(), bool) if values.null_count else None
-        fingerprints = _native_hashes(
-            _as_binary(values.fill_null("") if valid is not None else values), "fingerprint64"
-        )
+        fingerprints = _fingerprints(_as_binary(values.fill_null("") if valid is not None else values))
         order = np.argsort(fingerprints)  # searched in order: each search starts near the last
         slots = np.empty(len(values), dtype=np.int64)
         slots[order] = np.searchsorted(self._sorted, fingerprints[order])

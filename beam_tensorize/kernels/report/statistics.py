@@ -56,8 +56,8 @@ import pyarrow as pa
 
 from beam_tensorize.config.model import TensorizeConfig
 from beam_tensorize.kernels.features.hashing import DistinctHashes
-from beam_tensorize.kernels.features.vocab import split_term_only, uses_feature_list, vocab_array
-from beam_tensorize.kernels.features.vocab_index import VocabIndex
+from beam_tensorize.kernels.features.vocab import split_term_only, uses_feature_list
+from beam_tensorize.kernels.features.vocab_index import VocabIndex, as_index
 from beam_tensorize.kernels.provenance import source_of
 from beam_tensorize.kernels.report.summary import COVERAGE_KS, QUANTILES, TOP_SHOWN
 from beam_tensorize.kernels.report.tensor_statistics import MAX_TRACKED_BUCKETS, TensorStatistics
@@ -87,7 +87,7 @@ _ROW_SOURCE = re.compile(r"^(.*): (?:record|stripe) ")
 def list_vocabularies(lists: Mapping) -> dict[str, VocabIndex]:
     """The entries of each tensor's feature list (`{tensor: FeatureList}`), as `add_batch`
     takes them (`vocabularies`): indexed once for all the batches (see `VocabIndex`)."""
-    return {name: VocabIndex(vocab_array(fl)) for name, fl in split_term_only(lists)[0].items()}
+    return {name: as_index(fl) for name, fl in split_term_only(lists)[0].items()}
 
 
 class Statistics:

@@ -53,12 +53,12 @@ def test_entries_sharing_a_fingerprint_are_told_apart(monkeypatch):
     entry equal to it, and a value outside the list finds nothing."""
     monkeypatch.setattr(vocab_index, "INDEXED_FROM", 1)
 
-    def by_length(data, function):
+    def by_length(data):
         offsets = np.frombuffer(data.buffers()[1], np.int32 if data.type == pa.binary() else np.int64)
         offsets = offsets[data.offset : data.offset + len(data) + 1]
         return np.diff(offsets).astype(np.uint64)
 
-    monkeypatch.setattr(vocab_index, "_native_hashes", by_length)
+    monkeypatch.setattr(vocab_index, "_fingerprints", by_length)
     entries = pa.array(["ab", "cd", "ab", "e", "ef", "f", "cd"])
     values = pa.array(["cd", "ab", "ef", "zz", "f", "g", None, "e", ""])
     index = VocabIndex(entries)
