@@ -576,3 +576,18 @@ def test_feature_lists_pickle_to_themselves(feature_list):
         copy = pickle.loads(pickle.dumps(feature_list, protocol=protocol))
         assert copy == feature_list
         assert type(copy.entries) is tuple and (copy.counts is None or type(copy.counts) is tuple)
+
+
+def test_summed_entry_counts_pickle_to_their_own_size():
+    """The summed table is one chunk: a pickle carries its rows, not every chunk's shared
+    buffer again (pyarrow's group_by gives slices of one buffer)."""
+    import pickle
+
+    from beam_tensorize.kernels.features.vocab import EntryCounts
+
+    summed = EntryCounts()
+    for part in range(20):
+        summed.merge(EntryCounts.of([(f"user{i}", 1) for i in range(part * 5000, part * 5000 + 8000)]))
+    table = summed.summed()
+    assert table.num_rows == 103_000 and table["entry"].num_chunks == 1
+    assert len(pickle.dumps(summed)) < 2 * table.nbytes
