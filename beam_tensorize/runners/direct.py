@@ -35,7 +35,14 @@ from beam_tensorize.runners._compat import (
     quick_cache_weights,
 )
 
-__all__ = ["beam_folder_removed", "command_setup", "direct_runner_for", "job_options", "start_worker_zygote"]
+__all__ = [
+    "beam_folder_removed",
+    "command_setup",
+    "direct_runner_for",
+    "job_options",
+    "runs_each_bundle_once",
+    "start_worker_zygote",
+]
 
 #: `--runner` values (lower case, as Beam compares them) that mean Beam's DirectRunner.
 _DIRECT_NAMES = {"direct", "directrunner", "switchingdirectrunner"}
@@ -66,6 +73,24 @@ def direct_runner_for(options: PipelineOptions) -> PipelineRunner | None:
     if not _runs_directly(options):
         return None
     return fn_api_runner(options)
+
+
+def runs_each_bundle_once(runner) -> bool:
+    """Whether `runner` (a pipeline's `runner`) processes each bundle at most once: Beam's
+    FnApiRunner (what `direct_runner_for` gives) fails the job when a bundle fails, where
+    Dataflow, Flink, Spark and Beam's bundle-based DirectRunner may run it again. A step may
+    then delete what only that bundle reads once it has read it.
+
+    Example:
+        >>> runs_each_bundle_once(direct_runner_for(PipelineOptions([])))
+        True
+        >>> from apache_beam.runners.direct.direct_runner import DirectRunner
+        >>> runs_each_bundle_once(DirectRunner())  # it picks the runner when the job runs
+        False
+    """
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+
+    return isinstance(runner, FnApiRunner)
 
 
 def start_worker_zygote(options: PipelineOptions) -> bool:

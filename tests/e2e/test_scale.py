@@ -24,7 +24,7 @@ from beam_tensorize.kernels.output.split_files import SplitFiles
 from beam_tensorize.kernels.provenance import with_source, with_split
 from beam_tensorize.kernels.tfrecord.files import file_records
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
-from beam_tensorize.transforms import Tensorize
+from beam_tensorize.transforms import Tensorize, keep
 from pipelines.tensorize import main
 
 
@@ -219,6 +219,26 @@ def test_train_mode_reads_once_or_counts_from_the_feature_list_columns(tmp_path,
         "genreIds",
         "genreVector",
     }
+
+
+def test_the_command_deletes_each_kept_file_once_its_batches_are_read(tmp_path, monkeypatch):
+    """The command's runner runs each bundle once, so train mode deletes a file of kept
+    batches as soon as the stage after the feature lists has read it (its bytes are not
+    held until the commit removes the run's temporary folder); the output is the same."""
+    real_delete = keep.FileSystems.delete
+    deleted = []
+
+    def recording_delete(paths):
+        deleted.extend(p for p in paths if p.endswith(".spill"))
+        return real_delete(paths)
+
+    monkeypatch.setattr(keep.FileSystems, "delete", staticmethod(recording_delete))
+    assert main(["--output", str(tmp_path / "once"), "--quiet"]) == 0
+    assert len(deleted) == 1 and deleted[0].startswith(str(tmp_path / "once" / "_temporary") + "/")
+    deleted.clear()
+    assert main(["--output", str(tmp_path / "twice"), "--quiet", "--input_passes", "2"]) == 0
+    assert deleted == []  # nothing kept
+    assert _tree(tmp_path / "once") == _tree(tmp_path / "twice")
 
 
 def test_progress_lines_and_a_timed_summary(tmp_path, capsys):

@@ -65,3 +65,39 @@ def test_one_file_per_bundle_below_the_size(tmp_path):
     assert [b.to_pydict() for b in read_spill(open(kept, "rb"), str(kept))] == [
         b.to_pydict() for b in batches
     ]
+
+
+def _run_kept(runner, folder, delete_when_read=None):
+    """The batches kept and read back by a pipeline on `runner`, as `_described` tuples."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    batches = _batches()
+    with beam.Pipeline(runner=runner, options=PipelineOptions([])) as p:
+        back = (
+            _in_one_bundle(p, batches)
+            | KeepBatches(folder, file_bytes=1, delete_when_read=delete_when_read)
+            | beam.Map(_described)
+        )
+        assert_that(back, equal_to([_described(b) for b in batches]))
+
+
+def test_files_are_deleted_once_read_when_the_runner_runs_each_bundle_once(tmp_path):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from beam_tensorize.runners.direct import direct_runner_for
+
+    folder = tmp_path / "kept"
+    _run_kept(direct_runner_for(PipelineOptions([])), str(folder))
+    assert folder.is_dir() and list(folder.iterdir()) == []  # three files were written, then read
+
+
+def test_files_stay_when_asked_or_when_a_bundle_may_run_again(tmp_path):
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
+
+    from beam_tensorize.runners.direct import direct_runner_for
+
+    _run_kept(direct_runner_for(PipelineOptions([])), str(tmp_path / "asked"), delete_when_read=False)
+    _run_kept(BundleBasedDirectRunner(), str(tmp_path / "retrying"))  # retries a failed bundle
+    assert len(list((tmp_path / "asked").iterdir())) == 3
+    assert len(list((tmp_path / "retrying").iterdir())) == 3
