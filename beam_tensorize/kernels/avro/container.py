@@ -8,16 +8,18 @@ import io
 import json
 import logging
 import lzma
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from beam_tensorize.config.errors import TensorizeError
 
-try:  # Intel's ISA-L inflates deflate blocks ~1.7x faster than zlib, with the same output
+try:  # Intel's ISA-L inflates deflate blocks ~1.7x faster than zlib, with the same output; its
+    # CRC-32 (snappy blocks' checksum) runs ~3x faster than zlib's
+    from isal.isal_zlib import crc32 as _crc32
     from isal.isal_zlib import decompress as _inflate
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
+    from zlib import crc32 as _crc32
     from zlib import decompress as _inflate
 try:  # libdeflate inflates a whole block ~1.2x faster than ISA-L, into a buffer of a known size
     from deflate import DeflateError as _LibdeflateError
@@ -421,7 +423,7 @@ def _snappy_decompress(data: bytes) -> bytes:
         raise ValueError("snappy block shorter than its 4-byte checksum")
     out = bytes(cramjam.snappy.decompress_raw(data[:-4]))
     expected = int.from_bytes(data[-4:], "big")
-    if zlib.crc32(out) != expected:
+    if _crc32(out) != expected:
         raise _ChecksumError("CRC32 of the uncompressed data does not match the block's checksum")
     return out
 
