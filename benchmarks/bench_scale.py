@@ -29,9 +29,11 @@ all four. Then it prints a table and these ratios:
   default in-process run (target >= 1.6), beside the machine's ceiling beam-1x2 / beam-1;
 * Spark: spark-2 rows/s / beam-mp2 rows/s (target >= 1.0);
 * throughput: beam-1 rows/s at 4M per CPU core used (target >= 100,000), and its rows per CPU
-  second against two floors measured on the same input before each of its runs: only inflating
-  the Avro blocks (target >= 0.35) and inflating and decoding the columns the config reads
-  (the median of the runs' ratios; the floors run with the command's memory allocator settings).
+  second against three floors measured on the same input before each of its runs: only
+  inflating the Avro blocks (target >= 0.35), inflating and decoding the columns the config
+  reads, and pyarrow reading those columns from a Parquet copy of the input (SNAPPY, written
+  beside each input file the first time) (the median of the runs' ratios; the floors run with
+  the command's memory allocator settings).
 
 Timings are printed, never asserted. Run from the repository root:
 
@@ -84,17 +86,21 @@ spark.stop()
 
 #: The floors the job is compared with, in a child process set up as the command's (its memory
 #: allocator settings): CPU seconds of only inflating the input's Avro blocks (the inflater the
-#: job uses), and of inflating and decoding the columns the bundled config reads (the job's
-#: reader). argv: config, input files...
+#: job uses), of inflating and decoding the columns the bundled config reads (the job's
+#: reader), and of pyarrow reading those columns from a Parquet copy of the input (SNAPPY,
+#: 128Ki-row groups; what a job reading Parquet starts from). argv: config, Avro files...,
+#: "--", Parquet files...
 _FLOORS = """
 import sys, time
 from beam_tensorize.runners.startup import keep_freed_memory
 keep_freed_memory()
+import pyarrow.parquet as pq
 from beam_tensorize.config import load_config
 from beam_tensorize.job.reading import plan_splits, read_split_batches
 from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.avro.container import decompress, iter_blocks, read_header
-files = sys.argv[2:]
+cut = sys.argv.index("--")
+files, copies = sys.argv[2:cut], sys.argv[cut + 1:]
 start = time.process_time()
 for path in files:
     with open(path, "rb") as f:
@@ -106,18 +112,49 @@ columns = TensorizeSpec(load_config(sys.argv[1]), "unused", inputs=tuple(files))
 start = time.process_time()
 rows = sum(b.num_rows for fmt, split in plan_splits(files, dead_letters=True)
            for b in read_split_batches(fmt, split, columns, 8192, {}, None))
-print("floors", inflate, time.process_time() - start, rows)
+decode = time.process_time() - start
+start = time.process_time()
+copied = sum(b.num_rows for path in copies for b in pq.ParquetFile(path).iter_batches(8192, columns=columns))
+parquet = time.process_time() - start
+assert copied == rows, (copied, rows)
+print("floors", inflate, decode, parquet, rows)
 """
 
 
-def floors(pattern: str) -> tuple[float, float]:
+def floors(pattern: str) -> tuple[float, float, float]:
     """CPU seconds of (inflating the input's Avro blocks, inflating and decoding the columns the
-    config reads), measured in a child process."""
+    config reads, reading those columns from the input's Parquet copy with pyarrow), measured
+    in a child process."""
     files = sorted(glob.glob(pattern))
-    out = subprocess.run([sys.executable, "-c", _FLOORS, CONFIG, *files], cwd=ROOT, check=True,
+    copies = [_parquet_copy(path) for path in files]
+    out = subprocess.run([sys.executable, "-c", _FLOORS, CONFIG, *files, "--", *copies], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout  # fmt: skip
-    _, inflate, decode, _ = next(line for line in out.splitlines() if line.startswith("floors")).split()
-    return float(inflate), float(decode)
+    _, inflate, decode, parquet, _ = next(
+        line for line in out.splitlines() if line.startswith("floors")
+    ).split()
+    return float(inflate), float(decode), float(parquet)
+
+
+def _parquet_copy(avro_path: str) -> str:
+    """The Parquet copy of an input file (every column, SNAPPY, 128Ki-row groups), written
+    beside it the first time (`bench_formats.convert` writes the same)."""
+    real = os.path.realpath(avro_path)
+    copy = real[: -len(".avro")] + ".parquet"
+    if not os.path.exists(copy):
+        import pyarrow.parquet as pq
+
+        from beam_tensorize.kernels import avro
+
+        with open(real, "rb") as f:
+            batches = (
+                b.replace_schema_metadata(None) for b in avro.read_avro_range(f, real, batch_rows=131072)
+            )
+            first = next(batches)
+            with pq.ParquetWriter(copy + ".part", first.schema, compression="SNAPPY") as writer:
+                for batch in (first, *batches):
+                    writer.write_batch(batch, row_group_size=131072)
+        os.replace(copy + ".part", copy)
+    return copy
 
 
 def _inputs(workdir: str, files: int) -> str:
@@ -273,16 +310,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             [sys.executable, "-m", "beam_tensorize.spark"], cwd=ROOT, check=True, capture_output=True
         )
     runs: dict[tuple[str, int], list[dict]] = {}
-    floor: dict[int, list[tuple[float, float]]] = {}  # per repeat, measured just before its runs
+    floor: dict[int, list[tuple[float, float, float]]] = {}  # per repeat, measured just before its runs
     for size in args.sizes:
         pattern = _inputs(args.workdir, size)
         for repeat in range(args.repeats):
             if "beam-1" in args.paths:
                 floor.setdefault(size, []).append(floors(pattern))
                 rows = size * ROWS_PER_FILE
-                inflate, decode = floor[size][-1]
+                inflate, decode, parquet = floor[size][-1]
                 print(f"floors        {size}M rows, run {repeat + 1}: inflate only {rows / inflate:,.0f} rows "
-                      f"per CPU s, inflate + decode the config's columns {rows / decode:,.0f}", flush=True)  # fmt: skip
+                      f"per CPU s, inflate + decode the config's columns {rows / decode:,.0f}, pyarrow "
+                      f"reading them from a Parquet copy {rows / parquet:,.0f}", flush=True)  # fmt: skip
             for path in args.paths:
                 if path == "beam-1x2" and size < 2:
                     continue  # one file: no halves
@@ -344,8 +382,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"({rows / r['cpu']:,.0f} rows per CPU second)  (target >= 100,000)")  # fmt: skip
         # Each run against the floors measured just before it; the median of those ratios.
         pairs = list(zip(floor[big], runs["beam-1", big]))
-        to_inflate = [inflate / job["cpu"] for (inflate, _), job in pairs]
-        to_decode = [decode / job["cpu"] for (_, decode), job in pairs]
+        to_inflate = [inflate / job["cpu"] for (inflate, _, _), job in pairs]
+        to_decode = [decode / job["cpu"] for (_, decode, _), job in pairs]
+        to_parquet = [parquet / job["cpu"] for (_, _, parquet), job in pairs]
 
         def median(ratios: list[float]) -> str:
             spread = f" (runs {min(ratios):.3f}-{max(ratios):.3f})" if len(ratios) > 1 else ""
@@ -353,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"floor   beam-1 rows per CPU s at {big}M / inflating the Avro blocks only = "
               f"{median(to_inflate)}  (target >= 0.35); / inflate + decode the config's columns = "
-              f"{median(to_decode)}")  # fmt: skip
+              f"{median(to_decode)}; / pyarrow reading them from a Parquet copy = {median(to_parquet)}")  # fmt: skip
     return 0
 
 
