@@ -4,12 +4,16 @@ the extracted batches in a file of its own (`beam_tensorize.kernels.spill`), wit
 that did not decode; the encoding task of the split reads that file instead of the input.
 
 A split's file is `<folder>/split-<index>.spill`, written under a name of its own and renamed
-into place when whole, so a retried (or speculative) task never leaves half a file there.
+into place when whole, so a retried (or speculative) task never leaves half a file there. When
+Spark runs each task once (`runs_each_task_once`: a local master), the encoding task deletes
+the file once it has read it, so its disk space and page cache come back while the output is
+written; elsewhere a retried task reads it again, and the files go when the job ends.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import uuid
 from collections.abc import Iterator
 
@@ -23,7 +27,7 @@ from beam_tensorize.job.spec import TensorizeSpec
 from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.spill import SpillWriter, read_spill
 
-__all__ = ["delete_kept", "kept_batches", "read_and_keep"]
+__all__ = ["delete_kept", "kept_batches", "read_and_keep", "runs_each_task_once"]
 
 #: Marks the batch of a split's file that holds the records that did not decode (JSON lines).
 _LETTERS = b"beam_tensorize.kept.dead_letters"
@@ -55,15 +59,39 @@ def read_and_keep(
     FileSystems.rename([temp], [path])
 
 
-def kept_batches(folder: str, index: int, unreadable: list[bytes]) -> Iterator[pa.RecordBatch]:
+def kept_batches(
+    folder: str, index: int, unreadable: list[bytes], delete: bool = False
+) -> Iterator[pa.RecordBatch]:
     """The extracted batches `read_and_keep` kept of split `index`; the dead letters of its
-    records that did not decode (JSON lines) go to `unreadable`."""
+    records that did not decode (JSON lines) go to `unreadable`. With `delete`, the file is
+    deleted once every batch was read (only where no task runs twice: `runs_each_task_once`)."""
     path = _path(folder, index)
     for batch in read_spill(open_arrow_file(path, "rb"), path):
         if _LETTERS in (batch.schema.metadata or {}):
             unreadable += batch.column("letter").to_pylist()
         else:
             yield batch
+    if delete:
+        FileSystems.delete([path])
+
+
+#: Masters whose tasks Spark runs at most once (`local`, `local[4]`, `local[*]`; not
+#: `local[4,3]`, which gives each task 3 attempts, nor a cluster's, which retry a failed task).
+_ONE_ATTEMPT = re.compile(r"local(\[(\*|\d+)\])?")
+
+
+def runs_each_task_once(master: str, conf: dict[str, str]) -> bool:
+    """Whether Spark runs each task of a session with this `master` and configuration at most
+    once: a local master without a number of attempts, and no speculative copies.
+
+    Example:
+        >>> runs_each_task_once("local[2]", {}), runs_each_task_once("local[2,3]", {})
+        (True, False)
+        >>> runs_each_task_once("spark://host:7077", {}), runs_each_task_once("local", {"spark.speculation": "true"})
+        (False, False)
+    """
+    speculative = conf.get("spark.speculation", "false").strip().lower() == "true"
+    return bool(_ONE_ATTEMPT.fullmatch(master.strip())) and not speculative
 
 
 def delete_kept(folder: str, output: str) -> None:

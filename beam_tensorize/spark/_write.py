@@ -88,16 +88,19 @@ class EncodeAndWrite:
         skip: bool,
         schema: pa.Schema | None,
         kept: str | None = None,
+        delete_kept: bool = False,
     ):
         """`skip`: the save mode writes nothing; `schema`: the input's unified schema; `kept`:
         the folder of the batches the counting tasks kept (then the tasks get (index, split)
-        pairs and read their split's kept batches, not the input)."""
+        pairs and read their split's kept batches, not the input); `delete_kept`: delete each
+        split's file of kept batches once read (Spark runs each task once)."""
         self._encode = encode
         self._plan = plan
         self._skip = skip
         self._columns = encode.spec.input_columns
         self._schema = schema
         self._kept = kept
+        self._delete_kept = delete_kept
 
     @property
     def reads_kept(self) -> bool:
@@ -109,7 +112,7 @@ class EncodeAndWrite:
         letters (JSON lines) of its records that did not decode go to `unreadable`."""
         if self._kept is not None:
             index, _ = task
-            return kept_batches(self._kept, index, unreadable), True
+            return kept_batches(self._kept, index, unreadable, self._delete_kept), True
         fmt, split = task
         batches = read_split_batches(
             fmt, split, self._columns, self._encode.spec.batch_rows, None, self._schema

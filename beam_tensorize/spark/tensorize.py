@@ -50,7 +50,7 @@ from beam_tensorize.kernels.formats import AUTO, get_format
 from beam_tensorize.spark._encode import EncodeBatches
 from beam_tensorize.spark._feature_lists import Keep, feature_lists
 from beam_tensorize.spark._finish import finish
-from beam_tensorize.spark._kept import delete_kept
+from beam_tensorize.spark._kept import delete_kept, runs_each_task_once
 from beam_tensorize.spark._write import EncodeAndWrite, commit_plan, write_shards, write_split_files
 
 __all__ = ["tensorize_spark"]
@@ -160,7 +160,10 @@ def _run(spark: SparkSession, spec: TensorizeSpec, checked: dict) -> dict:
             encode = EncodeBatches(spec, lists_broadcast)
             transform = dataclasses.replace(spec.transform_settings, input_schema=schema).to_json()
             if spec.num_shards is None:  # each task reads its split and writes its files: no shuffle
-                write = EncodeAndWrite(encode, plan, checked["skip"], schema, keep and keep.folder)
+                once = runs_each_task_once(
+                    spark.sparkContext.master, dict(spark.sparkContext.getConf().getAll())
+                )
+                write = EncodeAndWrite(encode, plan, checked["skip"], schema, keep and keep.folder, once)
                 written = write_split_files(spark, splits, write)
             else:
                 written = write_shards(spark, encode, plan)

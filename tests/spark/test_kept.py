@@ -5,6 +5,7 @@ which it no longer reads."""
 from __future__ import annotations
 
 import collections
+import pathlib
 import shutil
 import types
 
@@ -17,7 +18,7 @@ from beam_tensorize.kernels.spill import read_spill
 from beam_tensorize.sample import SAMPLE_AVRO, SAMPLE_CONFIG
 from beam_tensorize.spark._encode import EncodeBatches
 from beam_tensorize.spark._feature_lists import CountEntries, Keep
-from beam_tensorize.spark._kept import delete_kept
+from beam_tensorize.spark._kept import delete_kept, runs_each_task_once
 from beam_tensorize.spark._tasks import RECORD
 from beam_tensorize.spark._write import EncodeAndWrite, commit_plan
 
@@ -39,11 +40,13 @@ def _lists(spec: TensorizeSpec, counted) -> dict:
     return lists_per_tensor(built, spec.feature_list_keys)
 
 
-def _written(spec: TensorizeSpec, lists: dict, tasks: list, schema, kept: str | None) -> dict:
+def _written(
+    spec: TensorizeSpec, lists: dict, tasks: list, schema, kept: str | None, delete: bool = False
+) -> dict:
     """{file key: the file's bytes} an encoding task writes for `tasks`."""
     plan = commit_plan(spec)
     encode = EncodeBatches(spec, types.SimpleNamespace(value=lists))
-    rows = list(EncodeAndWrite(encode, plan, False, schema, kept)(iter(tasks)))
+    rows = list(EncodeAndWrite(encode, plan, False, schema, kept, delete)(iter(tasks)))
     files = {row["key"]: open(row["payload"].decode(), "rb").read() for row in rows if row["kind"] == RECORD}
     shutil.rmtree(plan.temp_dir)
     return files
@@ -76,5 +79,26 @@ def test_the_encoding_task_writes_the_same_files_from_the_kept_batches(tmp_path)
     assert from_kept == from_input and len(from_kept) == 2  # the sample has two Avro blocks
     with pytest.raises(FileNotFoundError):
         _written(spec, lists, splits, schema, None)
+    # Where Spark runs each task once, the task deletes its split's file once read.
+    assert _written(spec, lists, list(enumerate(splits))[:1], schema, keep.folder, delete=True)
+    assert sorted(pathlib.Path(keep.folder).iterdir()) == kept[1:]
     delete_kept(keep.folder, spec.output)
     assert not (tmp_path / "out" / "_temporary").exists()
+
+
+@pytest.mark.parametrize(
+    "master, conf, once",
+    [
+        ("local", {}, True),
+        ("local[2]", {}, True),
+        ("local[*]", {"spark.speculation": "false"}, True),
+        ("local[2, 3]", {}, False),  # three attempts per task
+        ("local[2,3]", {}, False),
+        ("local-cluster[2,1,1024]", {}, False),
+        ("spark://host:7077", {}, False),
+        ("yarn", {}, False),
+        ("local[2]", {"spark.speculation": "True"}, False),  # speculative copies read it too
+    ],
+)
+def test_files_are_deleted_when_read_only_where_each_task_runs_once(master, conf, once):
+    assert runs_each_task_once(master, conf) is once
