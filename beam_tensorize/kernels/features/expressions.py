@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from beam_tensorize.config.errors import TensorizeError
 from beam_tensorize.config.expr import BinaryOp, Cast, Expr, Index, Literal, Path
 from beam_tensorize.kernels.arrow_types import as_large_list, is_list_type, list_lengths, list_offsets
+from beam_tensorize.kernels.features.text_case import lower_case, upper_case
 
 __all__ = [
     "ExpressionEvalError",
@@ -204,8 +205,8 @@ def _to_float(value):
 
 def _func(name: str, args: list, batch: pa.RecordBatch | None):
     string_unary = {
-        "lower": pc.utf8_lower,
-        "upper": pc.utf8_upper,
+        "lower": lower_case,
+        "upper": upper_case,
         "trim": pc.utf8_trim_whitespace,
         "ltrim": pc.utf8_ltrim_whitespace,
         "rtrim": pc.utf8_rtrim_whitespace,

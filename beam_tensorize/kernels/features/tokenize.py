@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_tensorize.kernels.arrow_types import list_lengths, list_offsets
+from beam_tensorize.kernels.features.text_case import lower_case
 
 __all__ = ["ENGLISH_STOP_WORDS", "TOKEN_SEPARATORS", "tokenize"]
 
@@ -60,7 +61,7 @@ def tokenize(column: pa.Array, remove_stop_words: bool = False) -> pa.LargeListA
     # Java lower-cases with the full Unicode mapping: U+0130 (capital I with dot) becomes "i"
     # and a combining dot, which splits the word; Arrow's simple mapping gives a bare "i".
     texts = pc.replace_substring(texts, "\u0130", "i\u0307")
-    pieces = pc.split_pattern_regex(pc.utf8_lower(texts), TOKEN_SEPARATORS)
+    pieces = pc.split_pattern_regex(lower_case(texts), TOKEN_SEPARATORS)
     counts = np.diff(list_offsets(pieces))
     tokens = pieces.flatten()
     token_row = np.repeat(row_of, counts)
