@@ -151,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
                  "--quiet", "--report", "none"]  # fmt: skip
         code = tensorize.main(flags)
         wall = time.perf_counter() - wall
+        done = _cpu()  # before the output is removed
     finally:
         shutil.rmtree(out, ignore_errors=True)
     if code != 0:
         raise SystemExit(f"the job failed ({code})")
-    done = _cpu()
     job_user, job_system = done[0] - imported[0], done[1] - imported[1]
     rows = args.size * ROWS_PER_FILE
     print(f"{rows:,} rows, {wall:.1f} s wall; CPU s (user + system):\n")
