@@ -12,12 +12,14 @@ written; elsewhere a retried task reads it again, and the files go when the job 
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import re
 import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
+from apache_beam.io.filesystem import BeamIOError
 
 from beam_tensorize.job.commit import remove_empty_temporary
 from beam_tensorize.job.files import FileSystems, open_arrow_file
@@ -28,6 +30,8 @@ from beam_tensorize.kernels.features.extract import extract_tensors
 from beam_tensorize.kernels.spill import SpillWriter, read_spill
 
 __all__ = ["delete_kept", "kept_batches", "read_and_keep", "runs_each_task_once"]
+
+_LOGGER = logging.getLogger(__name__)
 
 #: Marks the batch of a split's file that holds the records that did not decode (JSON lines).
 _LETTERS = b"beam_tensorize.kept.dead_letters"
@@ -72,7 +76,10 @@ def kept_batches(
         else:
             yield batch
     if delete:
-        FileSystems.delete([path])
+        try:
+            FileSystems.delete([path])
+        except (OSError, BeamIOError) as err:  # the job removes the folder anyway
+            _LOGGER.debug("could not delete the kept batches %s early: %s", path, err)
 
 
 #: Masters whose tasks Spark runs at most once (`local`, `local[4]`, `local[*]`; not

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import uuid
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
@@ -16,6 +18,8 @@ from beam_tensorize.kernels.spill import SpillWriter, read_spill
 from beam_tensorize.runners.direct import runs_each_bundle_once
 
 __all__ = ["KEPT_FILE_BYTES", "KeepBatches"]
+
+_LOGGER = logging.getLogger(__name__)
 
 #: A file of kept batches is closed at the next input split past this many bytes: with the
 #: default split size each split gets a file of its own, so that the steps reading them back
@@ -116,4 +120,7 @@ class _KeepFn(beam.DoFn):
 def _read_kept(path: str, delete: bool):
     yield from read_spill(open_arrow_file(path, "rb"), path)
     if delete:  # every batch read has gone through the steps after this one
-        FileSystems.delete([path])
+        try:
+            FileSystems.delete([path])
+        except (OSError, BeamIOError) as err:  # the job removes the folder anyway
+            _LOGGER.debug("could not delete the kept batches %s early: %s", path, err)

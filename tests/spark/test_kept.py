@@ -40,6 +40,12 @@ def _lists(spec: TensorizeSpec, counted) -> dict:
     return lists_per_tensor(built, spec.feature_list_keys)
 
 
+def _refuse(paths):
+    from apache_beam.io.filesystem import BeamIOError
+
+    raise BeamIOError("Delete operation failed", {p: PermissionError(13, "denied") for p in paths})
+
+
 def _written(
     spec: TensorizeSpec, lists: dict, tasks: list, schema, kept: str | None, delete: bool = False
 ) -> dict:
@@ -79,8 +85,14 @@ def test_the_encoding_task_writes_the_same_files_from_the_kept_batches(tmp_path)
     assert from_kept == from_input and len(from_kept) == 2  # the sample has two Avro blocks
     with pytest.raises(FileNotFoundError):
         _written(spec, lists, splits, schema, None)
-    # Where Spark runs each task once, the task deletes its split's file once read.
-    assert _written(spec, lists, list(enumerate(splits))[:1], schema, keep.folder, delete=True)
+    # Where Spark runs each task once, the task deletes its split's file once read (where it
+    # can: a file that cannot be deleted then stays for the job's clean-up).
+    first = list(enumerate(splits))[:1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("beam_tensorize.spark._kept.FileSystems.delete", _refuse)
+        assert _written(spec, lists, first, schema, keep.folder, delete=True)
+    assert sorted(pathlib.Path(keep.folder).iterdir()) == kept
+    assert _written(spec, lists, first, schema, keep.folder, delete=True)
     assert sorted(pathlib.Path(keep.folder).iterdir()) == kept[1:]
     delete_kept(keep.folder, spec.output)
     assert not (tmp_path / "out" / "_temporary").exists()

@@ -101,3 +101,18 @@ def test_files_stay_when_asked_or_when_a_bundle_may_run_again(tmp_path):
     _run_kept(BundleBasedDirectRunner(), str(tmp_path / "retrying"))  # retries a failed bundle
     assert len(list((tmp_path / "asked").iterdir())) == 3
     assert len(list((tmp_path / "retrying").iterdir())) == 3
+
+
+def test_a_file_that_cannot_be_deleted_early_does_not_fail_the_job(tmp_path, monkeypatch):
+    from apache_beam.io.filesystem import BeamIOError
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from beam_tensorize.runners.direct import direct_runner_for
+    from beam_tensorize.transforms import keep
+
+    def refuse(paths):
+        raise BeamIOError("Delete operation failed", {p: PermissionError(13, "denied") for p in paths})
+
+    monkeypatch.setattr(keep.FileSystems, "delete", staticmethod(refuse))
+    _run_kept(direct_runner_for(PipelineOptions([])), str(tmp_path / "kept"))  # the batches all came back
+    assert len(list((tmp_path / "kept").iterdir())) == 3  # left for the job's clean-up
