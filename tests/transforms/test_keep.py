@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.io.filesystem import BeamIOError
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_tensorize.kernels.provenance import split_key, with_source, with_split
 from beam_tensorize.kernels.spill import read_spill
+from beam_tensorize.runners.direct import direct_runner_for
+from beam_tensorize.transforms import keep
 from beam_tensorize.transforms.keep import KeepBatches
 
 
@@ -68,9 +73,7 @@ def test_one_file_per_bundle_below_the_size(tmp_path):
 
 
 def _run_kept(runner, folder, delete_when_read=None):
-    """The batches kept and read back by a pipeline on `runner`, as `_described` tuples."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
+    """`_batches()` kept under `folder` and read back by a pipeline on `runner`, unchanged."""
     batches = _batches()
     with beam.Pipeline(runner=runner, options=PipelineOptions([])) as p:
         back = (
@@ -82,21 +85,12 @@ def _run_kept(runner, folder, delete_when_read=None):
 
 
 def test_files_are_deleted_once_read_when_the_runner_runs_each_bundle_once(tmp_path):
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from beam_tensorize.runners.direct import direct_runner_for
-
     folder = tmp_path / "kept"
     _run_kept(direct_runner_for(PipelineOptions([])), str(folder))
     assert folder.is_dir() and list(folder.iterdir()) == []  # three files were written, then read
 
 
 def test_files_stay_when_asked_or_when_a_bundle_may_run_again(tmp_path):
-    from apache_beam.options.pipeline_options import PipelineOptions
-    from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
-
-    from beam_tensorize.runners.direct import direct_runner_for
-
     _run_kept(direct_runner_for(PipelineOptions([])), str(tmp_path / "asked"), delete_when_read=False)
     _run_kept(BundleBasedDirectRunner(), str(tmp_path / "retrying"))  # retries a failed bundle
     assert len(list((tmp_path / "asked").iterdir())) == 3
@@ -104,12 +98,6 @@ def test_files_stay_when_asked_or_when_a_bundle_may_run_again(tmp_path):
 
 
 def test_a_file_that_cannot_be_deleted_early_does_not_fail_the_job(tmp_path, monkeypatch):
-    from apache_beam.io.filesystem import BeamIOError
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from beam_tensorize.runners.direct import direct_runner_for
-    from beam_tensorize.transforms import keep
-
     def refuse(paths):
         raise BeamIOError("Delete operation failed", {p: PermissionError(13, "denied") for p in paths})
 
