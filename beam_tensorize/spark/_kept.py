@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
-from apache_beam.io.filesystem import BeamIOError
 
 from beam_tensorize.job.commit import remove_empty_temporary
 from beam_tensorize.job.files import FileSystems, open_arrow_file
@@ -78,7 +77,7 @@ def kept_batches(
     if delete:
         try:
             FileSystems.delete([path])
-        except (OSError, BeamIOError) as err:  # the job removes the folder anyway
+        except OSError as err:  # Beam's BeamIOError too; the job removes the folder anyway
             _LOGGER.debug("could not delete the kept batches %s early: %s", path, err)
 
 
