@@ -73,8 +73,9 @@ READ_CASES = (
 READ_TARGET = 0.5
 
 
-def convert(avro_path: str, parquet_path: str, orc_path: str) -> None:
-    """Write the Avro file's rows as Parquet and ORC, batch by batch."""
+def convert(avro_path: str, parquet_path: str, orc_path: str | None) -> None:
+    """Write the Avro file's rows as Parquet (SNAPPY, 128Ki-row groups) and, unless `orc_path`
+    is None, ORC, batch by batch."""
     import pyarrow as pa
     import pyarrow.orc as orc
     import pyarrow.parquet as pq
@@ -87,11 +88,13 @@ def convert(avro_path: str, parquet_path: str, orc_path: str) -> None:
         )
         first = next(batches)
         with pq.ParquetWriter(parquet_path, first.schema, compression="SNAPPY") as pw:
-            orc_writer = orc.ORCWriter(orc_path)
+            orc_writer = orc.ORCWriter(orc_path) if orc_path is not None else None
             for batch in (first, *batches):
                 pw.write_batch(batch, row_group_size=131072)
-                orc_writer.write(pa.Table.from_batches([batch]))
-            orc_writer.close()
+                if orc_writer is not None:
+                    orc_writer.write(pa.Table.from_batches([batch]))
+            if orc_writer is not None:
+                orc_writer.close()
 
 
 def run_case(path: str, input_format: str, output_format: str, out: str) -> dict:

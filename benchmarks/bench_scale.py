@@ -60,6 +60,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from bench_formats import convert  # noqa: E402
 from bench_tensorize import generate_movielens_avro  # noqa: E402
 
 ROWS_PER_FILE = 1_000_000
@@ -136,23 +137,12 @@ def floors(pattern: str) -> tuple[float, float, float]:
 
 
 def _parquet_copy(avro_path: str) -> str:
-    """The Parquet copy of an input file (every column, SNAPPY, 128Ki-row groups), written
-    beside it the first time (`bench_formats.convert` writes the same)."""
+    """The Parquet copy of an input file (every column, SNAPPY, 128Ki-row groups, as
+    `bench_formats.convert` writes it), written beside it the first time."""
     real = os.path.realpath(avro_path)
     copy = real[: -len(".avro")] + ".parquet"
     if not os.path.exists(copy):
-        import pyarrow.parquet as pq
-
-        from beam_tensorize.kernels import avro
-
-        with open(real, "rb") as f:
-            batches = (
-                b.replace_schema_metadata(None) for b in avro.read_avro_range(f, real, batch_rows=131072)
-            )
-            first = next(batches)
-            with pq.ParquetWriter(copy + ".part", first.schema, compression="SNAPPY") as writer:
-                for batch in (first, *batches):
-                    writer.write_batch(batch, row_group_size=131072)
+        convert(real, copy + ".part", None)
         os.replace(copy + ".part", copy)
     return copy
 

@@ -58,6 +58,17 @@ class _Timings:
             self.user[name] += after[0] - user
             self.system[name] += after[1] - system
 
+    def each(self, name: str, items):
+        """`items`, each resumption of their iterator timed under `name` (the steps the
+        runner runs between two of them are not)."""
+        items = iter(items)
+        while True:
+            try:
+                item = self.timed(name, lambda: next(items))
+            except StopIteration:
+                return
+            yield item
+
     def wrap(self, cls: type) -> None:
         """`cls.process` timed, each resumption of the generator it returns on its own."""
         original = cls.process
@@ -67,19 +78,7 @@ class _Timings:
         def process(self, *args, **kwargs):
             timings.calls[name] += 1
             result = timings.timed(name, lambda: original(self, *args, **kwargs))
-            if result is None:
-                return None
-            items = iter(result)
-
-            def resumed():
-                while True:
-                    try:
-                        item = timings.timed(name, lambda: next(items))
-                    except StopIteration:
-                        return
-                    yield item
-
-            return resumed()
+            return None if result is None else timings.each(name, result)
 
         process.__signature__ = inspect.signature(original)  # Beam reads the side inputs' names
         cls.process = process
@@ -97,13 +96,7 @@ def _wrap_every_dofn(timings: _Timings) -> None:
     def timed_read_kept(path, delete):
         name = "transforms.keep._read_kept"
         timings.calls[name] += 1
-        items = iter(read_kept(path, delete))
-        while True:
-            try:
-                item = timings.timed(name, lambda: next(items))
-            except StopIteration:
-                return
-            yield item
+        yield from timings.each(name, read_kept(path, delete))
 
     # Found under its module and name, Beam's pickler takes it by reference (a copy would
     # count into a copy of `timings`).
