@@ -156,7 +156,7 @@ class Plan:
             columns = struct.flatten()
             for i, (view, cast) in enumerate(zip(self.views, self.casts)):
                 if view is not None:
-                    columns[i] = columns[i].view(view)
+                    columns[i] = _view(columns[i], view)
                 if cast is not None:
                     columns[i] = columns[i].cast(cast)
             return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
@@ -211,6 +211,20 @@ def schema_key(header: AvroHeader) -> str:
     if raw is not None:
         return raw.decode("utf-8")
     return json.dumps(header.schema, sort_keys=True)
+
+
+def _view(column: pa.Array, type_: pa.DataType) -> pa.Array:
+    """``column`` as ``type_`` (temporal types over their storage ints), zero-copy when Arrow can.
+
+    Arrow's ``view`` loses the length of null-typed struct fields inside lists (the result fails
+    validation); such columns are cast instead, which gives the same values.
+    """
+    viewed = column.view(type_)
+    try:
+        viewed.validate()
+    except pa.ArrowInvalid:
+        return column.cast(type_)
+    return viewed
 
 
 def decode_block(block: RawBlock, header: AvroHeader, arrow_schema: pa.Schema, path: str) -> pa.RecordBatch:
