@@ -201,6 +201,14 @@ class NtvSelection:
         blacklist = self.blacklist or ()
         return not (ALL_NAMES in blacklist or name in blacklist)
 
+    @property
+    def selects_nothing(self) -> bool:
+        """True when no entry can be selected (``"blacklist": ["*"]`` or an empty whitelist):
+        then only the column's presence matters, never its values."""
+        if self.whitelist is not None:
+            return not self.whitelist
+        return ALL_NAMES in (self.blacklist or ())
+
     def to_json_dict(self) -> dict[str, list[str]]:
         """Returns the value of this column's entry in ``columnConfig``."""
         if self.whitelist is not None:

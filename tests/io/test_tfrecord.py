@@ -18,13 +18,14 @@ import pytest
 import tensorflow as tf
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
-from hypothesis import given, settings
+from hypothesis import given
 
 from beam_tensorize.io import ReadTFRecord, WriteTFRecord, infer_tfrecord_schema
 from beam_tensorize.kernels.tfrecord.decoding import decode_records, widened_type
 from beam_tensorize.kernels.tfrecord.example_encoder import encode_examples
 from beam_tensorize.kernels.tfrecord.framing import decompressed_reader, frame_records, iter_tfrecords
 from beam_tensorize.kernels.tfrecord.sequence_example import encode_sequence_examples
+from tests.fuzzing import fuzz_settings
 
 
 def _collected(pcoll, label: str = "Collect"):
@@ -441,7 +442,7 @@ def _expected(batch: pa.RecordBatch) -> pa.Table:
     return pa.Table.from_batches([batch]).cast(schema)
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz_settings(150)
 @given(_batches())
 def test_round_trip_write_then_read_gives_the_same_table(batch):
     """Any batch of supported types reads back equal, after the documented widening."""

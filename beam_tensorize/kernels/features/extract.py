@@ -122,7 +122,10 @@ def input_columns(tensors: Iterable[TensorConfig], extra_columns: Iterable[str] 
 
     A column read only through some of its nested fields appears as dotted paths
     (`genreFeatures.term`), so the reader can leave the other fields out; a column read as a
-    whole (NTV `columnConfig`, `size(x)`, an extra column) appears by its name.
+    whole (NTV `columnConfig`, `size(x)`, an extra column) appears by its name. An NTV column
+    none of whose entries can be selected (`"blacklist": ["*"]`) is read only as far as its
+    entries' names (`movieLatentFactorFeatures.name`): enough to check that it is there and
+    holds NTV records, without decoding the rest.
     """
     paths: set[tuple[str, ...]] = set()
     for spec in extra_columns:
@@ -130,7 +133,8 @@ def input_columns(tensors: Iterable[TensorConfig], extra_columns: Iterable[str] 
     for tensor in tensors:
         info = tensor.input
         if info.column_config is not None:
-            paths.update((selection.column,) for selection in info.column_config)
+            for selection in info.column_config:
+                paths.add((selection.column, "name") if selection.selects_nothing else (selection.column,))
         else:
             paths.update(column_paths(info.column_expr_ast))
     kept = [p for p in paths if not any(q != p and p[: len(q)] == q for q in paths)]

@@ -68,6 +68,9 @@ def select_ntv(batch: pa.RecordBatch, selections: Sequence[NtvSelection]) -> pa.
     rows = batch.num_rows
     row_ids, entries = [], []
     for selection in selections:
+        if selection.selects_nothing:  # read only as far as its names (`input_columns`)
+            _ntv_column(batch, selection.column, ("name",))
+            continue
         column = _ntv_column(batch, selection.column)
         lengths = list_lengths(column)
         flat = column.flatten()
@@ -87,7 +90,9 @@ def select_ntv(batch: pa.RecordBatch, selections: Sequence[NtvSelection]) -> pa.
     return pa.LargeListArray.from_arrays(pa.array(offsets), values)
 
 
-def _ntv_column(batch: pa.RecordBatch, name: str) -> pa.Array:
+def _ntv_column(
+    batch: pa.RecordBatch, name: str, fields: Sequence[str] = ("name", "term", "value")
+) -> pa.Array:
     names = batch.schema.names
     if name not in names:
         folded = [n for n in names if n.lower() == name.lower()]
@@ -96,11 +101,7 @@ def _ntv_column(batch: pa.RecordBatch, name: str) -> pa.Array:
         name = folded[0]
     column = batch.column(name)
     item = column.type.value_type if hasattr(column.type, "value_type") else None
-    if (
-        item is None
-        or not pa.types.is_struct(item)
-        or not all(item.get_field_index(f) >= 0 for f in ("name", "term", "value"))
-    ):
+    if item is None or not pa.types.is_struct(item) or not all(item.get_field_index(f) >= 0 for f in fields):
         raise ExpressionEvalError(
             f"column {name!r} is {column.type}, not an array of name/term/value records"
         )

@@ -21,7 +21,7 @@ from pathlib import Path
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from beam_tensorize.kernels.avro import (
@@ -38,6 +38,7 @@ from beam_tensorize.kernels.avro import (
 )
 from beam_tensorize.kernels.avro import native as avro_native
 from beam_tensorize.sample import SAMPLE_AVRO
+from tests.fuzzing import fuzz_settings
 from tests.kernels.avro import test_decoding as avro_tests
 
 UTC = datetime.timezone.utc
@@ -677,12 +678,8 @@ def test_null_fields_beside_a_date_in_an_array_of_records(tmp_path, monkeypatch)
     assert batch.column("a").to_pylist() == [[{"a": None, "b": None, "c": d} for d in days]]
 
 
-@needs_native
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
-)
-@given(data=st.data())
-def test_random_schemas_decode_identically(data):
+def _random_file(data):
+    """(the bytes of a random Avro file of a random schema, its header, a random projection)."""
     schema, values = data.draw(_records())
     records = data.draw(st.lists(values, min_size=1, max_size=8))
     out = io.BytesIO()
@@ -693,12 +690,107 @@ def test_random_schemas_decode_identically(data):
     names = full.names
     columns = data.draw(st.none() | st.lists(st.sampled_from(names), min_size=1, unique=True))
     arrow_schema = project_arrow_schema(full, columns)
-    plan = _plan_for(header, arrow_schema)
-    assert plan.native is not None
+    assert _plan_for(header, arrow_schema).native is not None
+    return raw, header, arrow_schema
+
+
+@needs_native
+@fuzz_settings(150)
+@given(data=st.data())
+def test_random_schemas_decode_identically(data):
+    raw, header, arrow_schema = _random_file(data)
     with pytest.MonkeyPatch.context() as mp:
         for block in iter_blocks(io.BytesIO(raw), header, "mem.avro"):
             native, reference = _decode_both(block, header, arrow_schema, "mem.avro", mp)
             _assert_same(native, reference)
+
+
+@needs_native
+@fuzz_settings(150)
+@given(data=st.data())
+def test_corrupt_blocks_of_random_schemas_never_crash(data):
+    """Bytes overwritten or the block cut short: an AvroFormatError naming the block, or a
+    valid batch, equal to the reference path's whenever that decodes the block too."""
+    raw, header, arrow_schema = _random_file(data)
+    block = next(iter_blocks(io.BytesIO(raw), header, "mem.avro"))
+    corrupt = bytearray(block.data)
+    if corrupt and data.draw(st.booleans(), label="cut short"):
+        corrupt = corrupt[: data.draw(st.integers(0, len(corrupt) - 1), label="length")]
+    elif corrupt:
+        for _ in range(data.draw(st.integers(1, 4), label="bytes overwritten")):
+            at = data.draw(st.integers(0, len(corrupt) - 1), label="at")
+            corrupt[at] = data.draw(st.integers(0, 255), label="byte")
+    bad = RawBlock(block.offset, block.count, bytes(corrupt))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(DECODER_ENV, raising=False)
+        try:
+            native = decode_block(bad, header, arrow_schema, "mem.avro")
+        except AvroFormatError as e:
+            assert e.offset == block.offset
+            assert "mem.avro" in str(e)
+            return
+        native.validate(full=True)
+        assert native.num_rows == block.count
+        if _values_in(native) > 100_000:
+            # A corrupt count of items that take no bytes (nulls, records of nulls): the
+            # reference path would make a Python object of each, up to 2**31 of them.
+            return
+        mp.setenv(DECODER_ENV, "fastavro")
+        try:
+            reference = decode_block(bad, header, arrow_schema, "mem.avro")
+        except AvroFormatError:
+            return
+    assert native.schema.equals(reference.schema)
+    assert _as_values(native) == _as_values(reference)
+
+
+def _values_in(data: pa.RecordBatch | pa.Array) -> int:
+    """How many values a batch holds, those nested in lists, records and maps included."""
+    if isinstance(data, pa.RecordBatch):
+        return sum(_values_in(column) for column in data.columns)
+    t = data.type
+    if pa.types.is_map(t):
+        return len(data) + _values_in(data.keys) + _values_in(data.items)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return len(data) + _values_in(data.values)
+    if pa.types.is_struct(t):
+        return len(data) + sum(_values_in(data.field(i)) for i in range(t.num_fields))
+    return len(data)
+
+
+def _as_values(batch: pa.RecordBatch) -> list:
+    """The batch's rows as Python values, dates and times as their integers (corrupt data may
+    hold any, beyond Python's datetime range) and every float NaN as the text "NaN"."""
+    schema = pa.schema([f.with_type(_integers_for_times(f.type)) for f in batch.schema])
+    if not schema.equals(batch.schema):  # (Arrow's cast of a list of records with null-typed
+        batch = batch.cast(schema)  # fields to its own type gives an invalid array)
+    return _nan_as_text(batch.to_pylist())
+
+
+def _integers_for_times(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_temporal(t):
+        return pa.int32() if t.bit_width == 32 else pa.int64()
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, _integers_for_times(t.item_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field.with_type(_integers_for_times(t.value_type))
+        return pa.list_(item) if pa.types.is_list(t) else pa.large_list(item)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_integers_for_times(f.type)) for f in t])
+    return t
+
+
+def _nan_as_text(value):
+    """``value`` with every float NaN (which equals nothing, itself included) as the text "NaN"."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, list):
+        return [_nan_as_text(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_nan_as_text(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _nan_as_text(v) for k, v in value.items()}
+    return value
 
 
 # --------------------------------------------------------------------------------------------------

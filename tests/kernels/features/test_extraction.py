@@ -64,6 +64,48 @@ def test_select_ntv_star(ntv_batch):
     assert nothing.to_pylist() == [[], [], [], []]
 
 
+def test_a_column_that_selects_nothing_is_read_only_as_far_as_its_names(ntv_batch):
+    """`"blacklist": ["*"]` (or an empty whitelist) can select no entry: the reader is asked
+    for the entries' names only (not their terms and values), which still proves the column
+    is there and holds records; the merged entries are the other columns' alone."""
+    config = parse_config(
+        {
+            "features": [
+                {
+                    "inputFeatureInfo": {
+                        "columnConfig": {"genres": {"whitelist": ["Genre"]}, "latent": {"blacklist": ["*"]}}
+                    },
+                    "outputTensorInfo": {"name": "ntv", "dtype": "float", "isSparse": True},
+                }
+            ]
+        }
+    )
+    assert [s.selects_nothing for s in config.tensors[0].input.column_config] == [False, True]
+    assert NtvSelection("x", whitelist=()).selects_nothing
+    assert not NtvSelection("x", blacklist=("0",)).selects_nothing
+    assert input_columns(config.tensors) == ["genres", "latent.name"]
+    names_only = pa.RecordBatch.from_pydict(
+        {
+            "genres": ntv_batch.column("genres"),
+            "latent": pa.array(
+                [[{"name": "0"}], [], None, [{"name": "1"}]], pa.list_(pa.struct([("name", pa.string())]))
+            ),
+        }
+    )
+    expected = [ntv(("Genre", "Action", 1.0)), [], [], ntv(("Genre", "Drama", 0.5))]
+    assert extract_tensors(names_only, config.tensors).column("ntv").to_pylist() == expected
+    assert extract_tensors(ntv_batch, config.tensors).column("ntv").to_pylist() == expected
+    # The same column read as a whole elsewhere is read whole.
+    assert input_columns(config.tensors, ["latent"]) == ["genres", "latent"]
+    with pytest.raises(ExtractError, match="no NTV column 'latent' in the input; available: genres"):
+        extract_tensors(names_only.select(["genres"]), config.tensors)
+    no_names = names_only.set_column(1, "latent", pa.array([[1], [], None, [2]]))
+    with pytest.raises(
+        ExtractError, match="column 'latent' is list<item: int64>, not an array of name/term/value"
+    ):
+        extract_tensors(no_names, config.tensors)
+
+
 def test_select_ntv_of_one_column_keeps_its_row_order(ntv_batch):
     only_genres = select_ntv(ntv_batch, [NtvSelection("genres", whitelist=("Genre",))])
     assert only_genres.to_pylist() == [ntv(("Genre", "Action", 1.0)), [], [], ntv(("Genre", "Drama", 0.5))]

@@ -10,9 +10,12 @@ import farmhash
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from beam_tensorize.kernels.features import hash_functions
 from beam_tensorize.kernels.features.hash_functions import STRONG_HASH_KEYS, hash_buckets
+from tests.fuzzing import fuzz_settings
 
 pytestmark = pytest.mark.skipif(
     hash_functions._extension() is None, reason="the C extension is not built here"
@@ -89,3 +92,23 @@ def test_the_extension_refuses_bad_buffers():
         native.fingerprint64(np.array([0, 1, 2], np.int32), b"abc")
     with pytest.raises(OverflowError):
         native.siphash24(np.array([0, 1, 2], np.int32), b"abc", -1, 2, out)
+
+
+@fuzz_settings(150)
+@given(
+    values=st.lists(st.binary(max_size=200), max_size=40),
+    kind=st.sampled_from([pa.binary(), pa.large_binary()]),
+    cut=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    function=st.integers(0, len(STRONG_HASH_KEYS) - 1),
+)
+def test_random_arrays_hash_as_the_reference_paths_do(values, kind, cut, function):
+    """Random values, either offset width, any slice: FarmHash as pyfarmhash, SipHash as numpy."""
+    start, length = cut
+    data = pa.array(values, kind).slice(start, length)
+    expected = [farmhash.fingerprint64(v) for v in values[start : start + length]]
+    assert hash_functions._fingerprints(data).tolist() == expected
+    keys = STRONG_HASH_KEYS[function]
+    assert (
+        hash_functions._siphash24(data, *keys).tolist()
+        == hash_functions._numpy_siphash24(data, *keys).tolist()
+    )

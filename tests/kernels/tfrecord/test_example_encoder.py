@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -33,6 +33,7 @@ from beam_tensorize.kernels.tfrecord.example_encoder import (
     feature_key_order,
 )
 from beam_tensorize.kernels.tfrecord.framing import NATIVE_ENV
+from tests.fuzzing import fuzz_settings
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -529,7 +530,7 @@ def random_batches(draw):
     return pa.RecordBatch.from_arrays(arrays, names)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_settings(150)
 @given(random_batches())
 def test_random_batches_match_deterministic_protobuf(batch):
     assert encode_examples(batch).to_pylist() == reference(batch)
