@@ -759,25 +759,33 @@ def _values_in(data: pa.RecordBatch | pa.Array) -> int:
 
 
 def _as_values(batch: pa.RecordBatch) -> list:
-    """The batch's rows as Python values, dates and times as their integers (corrupt data may
-    hold any, beyond Python's datetime range) and every float NaN as the text "NaN"."""
-    schema = pa.schema([f.with_type(_integers_for_times(f.type)) for f in batch.schema])
-    if not schema.equals(batch.schema):  # (Arrow's cast of a list of records with null-typed
-        batch = batch.cast(schema)  # fields to its own type gives an invalid array)
-    return _nan_as_text(batch.to_pylist())
+    """The batch's columns as Python values, dates and times as their integers (corrupt data
+    may hold any, beyond Python's datetime range) and every float NaN as the text "NaN".
+    (Walked by hand: Arrow's casts of nested types holding null-typed or 0-byte fields can
+    give invalid arrays.)"""
+    return [_nan_as_text(_values(column)) for column in batch.columns]
 
 
-def _integers_for_times(t: pa.DataType) -> pa.DataType:
+def _values(array: pa.Array) -> list:
+    t = array.type
+    valid = array.is_valid().to_pylist()
     if pa.types.is_temporal(t):
-        return pa.int32() if t.bit_width == 32 else pa.int64()
-    if pa.types.is_map(t):
-        return pa.map_(t.key_type, _integers_for_times(t.item_type))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        item = t.value_field.with_type(_integers_for_times(t.value_type))
-        return pa.list_(item) if pa.types.is_list(t) else pa.large_list(item)
+        return array.view(pa.int32() if t.bit_width == 32 else pa.int64()).to_pylist()
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        offsets = array.offsets.to_pylist()
+        if pa.types.is_map(t):
+            items = list(zip(_values(array.keys), _values(array.items)))
+        else:
+            items = _values(array.values)
+        return [items[offsets[i] : offsets[i + 1]] if ok else None for i, ok in enumerate(valid)]
     if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_integers_for_times(f.type)) for f in t])
-    return t
+        fields = [_values(array.field(i)) for i in range(t.num_fields)]
+        return (
+            [dict(zip(t.names, row)) if ok else None for row, ok in zip(zip(*fields), valid)]
+            if fields
+            else [{} if ok else None for ok in valid]
+        )
+    return array.to_pylist()
 
 
 def _nan_as_text(value):
