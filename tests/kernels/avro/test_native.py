@@ -773,10 +773,13 @@ def _values(array: pa.Array) -> list:
         return array.view(pa.int32() if t.bit_width == 32 else pa.int64()).to_pylist()
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         offsets = array.offsets.to_pylist()
-        if pa.types.is_map(t):
-            items = list(zip(_values(array.keys), _values(array.items)))
-        else:
-            items = _values(array.values)
+        if pa.types.is_map(t):  # a key written twice (corrupt data): the last value, as
+            pairs = list(zip(_values(array.keys), _values(array.items)))  # a Python dict has it
+            return [
+                list(dict(pairs[offsets[i] : offsets[i + 1]]).items()) if ok else None
+                for i, ok in enumerate(valid)
+            ]
+        items = _values(array.values)
         return [items[offsets[i] : offsets[i + 1]] if ok else None for i, ok in enumerate(valid)]
     if pa.types.is_struct(t):
         fields = [_values(array.field(i)) for i in range(t.num_fields)]
