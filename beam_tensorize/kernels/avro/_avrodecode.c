@@ -110,6 +110,7 @@ typedef struct {
     int op;
     int builder;
     int min_positive;
+    int zero_width; /* its values take no bytes at all: null, fixed(0), records of only those */
     int n_params;
     const int64_t *params;
     /* Derived at compile time, for the decoding loop. */
@@ -557,6 +558,52 @@ static Pos decode_union(Ctx *c, const Node *nd, Pos p) {
     return mark_valid(c, &c->b[nd->builder]) < 0 ? NULL : p;
 }
 
+/* Marks the next `k` slots of a builder valid, as `k` calls of mark_valid do. */
+static int mark_valid_n(Ctx *c, Builder *b, int64_t k) {
+    if (b->nullable) {
+        int64_t i = b->length, stop = b->length + k;
+        if (buf_zero_to(c, &b->validity, (size_t)((stop + 7) >> 3)) < 0) return -1;
+        uint8_t *bits = b->validity.data;
+        for (; i < stop && (i & 7); i++) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        if (stop - i >= 8) {
+            memset(bits + (i >> 3), 0xFF, (size_t)((stop - i) >> 3));
+            i += (stop - i) & ~(int64_t)7;
+        }
+        for (; i < stop; i++) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    }
+    b->length += k;
+    return 0;
+}
+
+/* Appends `k` more values of a zero-width node, exactly as decoding them one by one would (they
+ * read no bytes, so all are alike): an array may announce 2**31-1 of them in a few bytes. */
+static int append_empty(Ctx *c, const Node *nd, int64_t k) {
+    switch (nd->fast) {
+        case F_NOP:
+        case F_SKIP_SIZED:
+            return 0;
+        case F_NULL: {
+            Builder *b = &c->b[nd->builder];
+            if (c->prog->builders[nd->builder].kind == B_NULL) {
+                b->length += k;
+                b->null_count += k;
+                return 0;
+            }
+            for (int64_t i = 0; i < k; i++)
+                if (append_null(c, nd->builder) < 0) return -1;
+            return 0;
+        }
+        case F_COPY_SIZED: /* fixed(0) */
+            return mark_valid_n(c, &c->b[nd->builder], k);
+        case F_RECORD:
+            for (int64_t i = 0; i < nd->params[0]; i++)
+                if (append_empty(c, &c->nodes[nd->params[1 + i]], k) < 0) return -1;
+            return nd->builder >= 0 ? mark_valid_n(c, &c->b[nd->builder], k) : 0;
+        default:
+            return fail(c, "internal error: a value that takes bytes counted as zero-width");
+    }
+}
+
 static Pos decode_array(Ctx *c, const Node *nd, Pos p, int is_map) {
     int id = nd->builder;
     const Node *item = &c->nodes[is_map ? nd->params[2] : nd->params[0]];
@@ -586,9 +633,11 @@ static Pos decode_array(Ctx *c, const Node *nd, Pos p, int is_map) {
         total += n;
         if (!is_map) {
             if (UNLIKELY(c->depth >= MAX_DEPTH)) return fail_at(c, "values nested too deeply");
+            /* Items that take no bytes: the first decoded, the others appended alike at once. */
+            int64_t run = item->zero_width ? 1 : n;
             if (item->fast == F_RECORD) { /* the usual array of records, inline */
                 c->depth++;
-                for (int64_t i = 0; i < n; i++) {
+                for (int64_t i = 0; i < run; i++) {
                     p = decode_fields(c, item, p);
                     if (p == NULL) break;
                 }
@@ -596,11 +645,12 @@ static Pos decode_array(Ctx *c, const Node *nd, Pos p, int is_map) {
                 if (p == NULL) return NULL;
             } else {
                 Builder *B = c->b;
-                for (int64_t i = 0; i < n; i++) {
+                for (int64_t i = 0; i < run; i++) {
                     p = decode_any(c, B, item, p, end);
                     if (p == NULL) return NULL;
                 }
             }
+            if (run < n && append_empty(c, item, n - run) < 0) return NULL;
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
@@ -782,6 +832,23 @@ static void derive_node(Program *p, Node *nd) {
     }
 }
 
+/* Whether values of `nd` take no bytes at all (a record's fields nest at most MAX_DEPTH deep). */
+static int zero_width(const Program *p, const Node *nd, int depth) {
+    switch (nd->op) {
+        case OP_NULL:
+            return 1;
+        case OP_FIXED:
+            return nd->params[0] == 0;
+        case OP_RECORD:
+            if (depth >= MAX_DEPTH) return 0;
+            for (int64_t i = 0; i < nd->params[0]; i++)
+                if (!zero_width(p, &p->nodes[nd->params[1 + i]], depth + 1)) return 0;
+            return 1;
+        default:
+            return 0;
+    }
+}
+
 static PyObject *py_compile(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer words, blob;
@@ -847,6 +914,7 @@ static PyObject *py_compile(PyObject *self, PyObject *args) {
         derive_node(p, nd);
     }
     if (at != n_words) goto invalid;
+    for (int i = 0; i < p->n_nodes; i++) p->nodes[i].zero_width = zero_width(p, &p->nodes[i], 0);
     PyBuffer_Release(&words);
     PyBuffer_Release(&blob);
     PyObject *capsule = PyCapsule_New(p, CAPSULE_NAME, capsule_free);

@@ -904,6 +904,41 @@ def test_deep_recursive_skips_fall_back_instead_of_overflowing(tmp_path, monkeyp
 
 
 @needs_native
+def test_items_that_take_no_bytes_are_appended_at_once(tmp_path, monkeypatch):
+    """An array of nulls or of records of nulls and 0-byte fixed values: its count alone says
+    how many items it holds. The native decoder appends them all alike after the first (a
+    corrupt count of 2**31-2 of them is read in a moment, not item by item), the same values
+    as fastavro gives, item by item."""
+    empty = rec("Empty", ("n", "null"), ("z", {"type": "fixed", "name": "Z", "size": 0}))
+    holder = rec("Holder", ("e", empty), ("m", "null"))
+    schema = rec(
+        "S", ("nulls", {"type": "array", "items": "null"}), ("records", {"type": "array", "items": holder})
+    )
+    header, path = _header_for(tmp_path, schema)
+    arrow_schema = avro_schema_to_arrow(header.schema)
+    # Two rows: 100,000 nulls and 3 records in blocks of 1 and 99,999 (negative: with a size),
+    # then 0 nulls and 70,000 records.
+    rows = (
+        _long(1) + _long(-99_999) + _long(0) + _long(0) + _long(3) + _long(0),
+        _long(0) + _long(70_000) + _long(0),
+    )
+    block = RawBlock(offset=9, count=2, data=b"".join(rows))
+    native, reference = _decode_both(block, header, arrow_schema, path, monkeypatch)
+    _assert_same(native, reference)
+    assert [len(v) for v in native.column("nulls").to_pylist()] == [100_000, 0]
+    records = native.column("records")
+    assert records.value_lengths().to_pylist() == [3, 70_000]
+    assert records.values.to_pylist()[-1] == {"e": {"n": None, "z": b""}, "m": None}
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    huge = decode_block(
+        RawBlock(offset=9, count=1, data=_long(2**31 - 2) + _long(0) + _long(0)), header, arrow_schema, path
+    )
+    huge.validate(full=True)
+    assert huge.column("nulls").value_lengths().to_pylist() == [2**31 - 2]
+    assert huge.column("records").value_lengths().to_pylist() == [0]
+
+
+@needs_native
 def test_huge_record_counts_raise(tmp_path, monkeypatch):
     schema = rec("S", ("i", "int"))
     header, path = _header_for(tmp_path, schema)
