@@ -654,20 +654,8 @@ def _records(draw, depth=0, names=None):
 def test_null_fields_beside_a_date_in_an_array_of_records(tmp_path, monkeypatch):
     """Found by the fuzz test below: the reference path's view of the dates lost the length of
     the null-typed fields beside them (Arrow's view inside a list); both paths now agree."""
-    item = {
-        "type": "record",
-        "name": "R2",
-        "fields": [
-            {"name": "a", "type": "null"},
-            {"name": "b", "type": "null"},
-            {"name": "c", "type": {"type": "int", "logicalType": "date"}},
-        ],
-    }
-    schema = {
-        "type": "record",
-        "name": "R1",
-        "fields": [{"name": "a", "type": {"type": "array", "items": item}}],
-    }
+    item = rec("R2", ("a", "null"), ("b", "null"), ("c", {"type": "int", "logicalType": "date"}))
+    schema = rec("R1", ("a", {"type": "array", "items": item}))
     days = [datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
     path = _write(tmp_path / "x.avro", schema, [{"a": [{"a": None, "b": None, "c": d} for d in days]}])
     assert _compare_file(path, monkeypatch) == 1
